@@ -1,0 +1,12 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+// The public C++ API of Stoker in one include.
+#pragma once
+
+#include "stoker/batch_stream.h"
+#include "stoker/column_types.h"
+#include "stoker/error.h"
+#include "stoker/loader.h"
+#include "stoker/manifest.h"
+#include "stoker/options.h"
+#include "stoker/plan.h"
+#include "stoker/stats.h"

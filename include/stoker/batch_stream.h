@@ -1,0 +1,31 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+
+#include <arrow/record_batch.h>
+#include <arrow/result.h>
+
+namespace stoker {
+
+/// One epoch of batches for one rank, in plan order. Made by Loader::StartEpoch; work starts
+/// at once in the loader's worker threads. Destroying it cancels the work and joins the
+/// threads. Not thread-safe: one consumer.
+class BatchStream {
+ public:
+  virtual ~BatchStream() = default;
+
+  /// The next batch in plan order; nullptr after the last one. Blocks until it is ready.
+  virtual arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() = 0;
+
+  /// Waits at most `timeout` until Next() would not block; true if it would not. Lets a
+  /// caller wait in slices (to notice Ctrl-C).
+  virtual bool WaitReady(std::chrono::milliseconds timeout) = 0;
+
+  /// Batches this stream delivers in all.
+  virtual int64_t num_batches() const = 0;
+};
+
+}  // namespace stoker

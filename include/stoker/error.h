@@ -1,0 +1,34 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include <arrow/status.h>
+
+namespace stoker {
+
+/// Marks a Status whose cause is a path that does not exist, so bindings can raise
+/// FileNotFoundError rather than a generic OSError.
+class NotFoundDetail : public arrow::StatusDetail {
+ public:
+  const char* type_id() const override;
+  std::string ToString() const override { return "path not found"; }
+};
+
+/// An IOError carrying NotFoundDetail; the message should name the path.
+template <typename... Args>
+arrow::Status NotFound(Args&&... args) {
+  return arrow::Status::FromDetailAndArgs(arrow::StatusCode::IOError,
+                                          std::make_shared<NotFoundDetail>(),
+                                          std::forward<Args>(args)...);
+}
+
+/// True when the status was made by NotFound().
+bool IsNotFound(const arrow::Status& status);
+
+/// Prefixes a non-OK status's message with context (a file, a column), keeping its code.
+arrow::Status WithContext(const arrow::Status& status, const std::string& context);
+
+}  // namespace stoker

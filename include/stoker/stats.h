@@ -1,0 +1,43 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace stoker {
+
+/// A point-in-time copy of a loader's counters, cumulative over its life.
+struct StatsSnapshot {
+  /// Rows and batches delivered to the consumer.
+  int64_t rows = 0;
+  int64_t batches = 0;
+  /// Row groups read, and compressed bytes fetched for them.
+  int64_t units_read = 0;
+  int64_t bytes_read = 0;
+  /// Thread-seconds (summed over workers) fetching bytes, decoding them, assembling batches.
+  double read_seconds = 0;
+  double decode_seconds = 0;
+  double assemble_seconds = 0;
+  /// Wall seconds the consumer spent blocked waiting for its next batch (the data stall).
+  double wait_seconds = 0;
+};
+
+/// Lock-free counters shared by the workers and the consumer.
+class Stats {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  void AddRead(int64_t bytes, Clock::duration elapsed);
+  void AddDecode(Clock::duration elapsed);
+  void AddAssemble(Clock::duration elapsed);
+  void AddWait(Clock::duration elapsed);
+  void AddDelivered(int64_t rows);
+  StatsSnapshot Snapshot() const;
+
+ private:
+  std::atomic<int64_t> rows_{0}, batches_{0}, units_read_{0}, bytes_read_{0};
+  std::atomic<int64_t> read_ns_{0}, decode_ns_{0}, assemble_ns_{0}, wait_ns_{0};
+};
+
+}  // namespace stoker

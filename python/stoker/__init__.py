@@ -1,0 +1,15 @@
+"""Stoker: feeds deep-learning training from Parquet datasets.
+
+    import stoker
+    loader = stoker.Loader("data/train/", batch_size=4096, seed=7)
+    for epoch in range(3):
+        for batch in loader:   # dict: column -> numpy array
+            ...
+"""
+
+import pyarrow  # noqa: F401  (loads the Arrow C++ libraries the engine links against)
+
+from stoker._loader import Loader
+
+__all__ = ["Loader"]
+__version__ = "0.1.0"

@@ -1,0 +1,202 @@
+"""The public Loader: keyword-only options mirrored onto the C++ engine's LoaderOptions."""
+
+from __future__ import annotations
+
+import atexit
+import os
+import weakref
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from stoker import _core
+
+_OUTPUTS = ("numpy", "torch", "arrow")
+
+# Epochs still running; closed at interpreter exit so no worker outlives the interpreter.
+_live_epochs: weakref.WeakSet[_EpochIterator] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_live_epochs() -> None:
+    for epoch in list(_live_epochs):
+        epoch.close()
+
+
+class _CapsuleSchema:
+    """Hands an Arrow C data interface schema capsule to pyarrow."""
+
+    def __init__(self, capsule: Any) -> None:
+        self._capsule = capsule
+
+    def __arrow_c_schema__(self) -> Any:
+        return self._capsule
+
+
+class _CapsuleBatch:
+    """Hands Arrow C data interface (schema, array) capsules to pyarrow."""
+
+    def __init__(self, capsules: tuple[Any, Any]) -> None:
+        self._capsules = capsules
+
+    def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]:
+        return self._capsules
+
+
+def _sources(source: Any) -> list[str]:
+    items = source if isinstance(source, (list, tuple)) else [source]
+    if not items:
+        raise ValueError("source: the list of files is empty")
+    out = []
+    for item in items:
+        if not isinstance(item, (str, os.PathLike)):
+            raise TypeError(f"source must be a path, a glob or a list of them, got {item!r}")
+        out.append(os.fspath(item))
+    return out
+
+
+def _int_option(name: str, value: Any, *, minimum: int, allow_none: bool = False) -> int:
+    if value is None and allow_none:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+class _EpochIterator:
+    """Iterates one epoch; closing it (or dropping it) stops the workers."""
+
+    def __init__(self, epoch: Any, output: str) -> None:
+        self._epoch = epoch
+        self._output = output
+        _live_epochs.add(self)
+
+    def __iter__(self) -> _EpochIterator:
+        return self
+
+    def __next__(self) -> Any:
+        if self._epoch is None:
+            raise StopIteration
+        batch = self._epoch.next()
+        if batch is None:
+            self.close()
+            raise StopIteration
+        if self._output == "arrow":
+            return pa.record_batch(_CapsuleBatch(batch))
+        return batch
+
+    def close(self) -> None:
+        epoch, self._epoch = self._epoch, None
+        if epoch is not None:
+            epoch.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+
+class Loader:
+    """Reads a Parquet dataset as exact, deterministic, shuffled batches.
+
+    Each ``iter(loader)`` is one epoch; epochs count up from 0 unless ``set_epoch`` says
+    otherwise. With the same dataset, seed, epoch, rank and world size the batches are
+    bit-identical whatever ``num_threads`` is.
+
+    Args:
+        source: a Parquet file, a directory (searched recursively for ``*.parquet``), a glob,
+            or a list of those. Files are read in sorted path order.
+        columns: columns to read, in output order; None reads all.
+        batch_size: rows per batch. Every batch has exactly this many rows except possibly
+            the last of an epoch (dropped when ``drop_last``).
+        shuffle: shuffle rows; False delivers file order, row-group order, row order.
+        seed: key of the shuffle; the same seed gives the same batches.
+        shuffle_window: rows mixed together (rounded up to whole row groups); memory holds
+            about this many decoded rows. None: 262144.
+        rank, world_size: this process's data-parallel rank. Ranks see disjoint rows and the
+            same number of batches; at most ``world_size - 1`` rows per epoch are left out.
+        drop_last: drop a short last batch.
+        num_threads: worker threads; None uses every core.
+        prefetch: finished batches kept ready ahead of the consumer; None: 2 per thread.
+        output: "numpy" (dict of np.ndarray), "torch" (dict of torch.Tensor) or "arrow"
+            (pyarrow.RecordBatch).
+    """
+
+    def __init__(
+        self,
+        source: str | os.PathLike | Sequence[str | os.PathLike],
+        *,
+        columns: Sequence[str] | None = None,
+        batch_size: int,
+        shuffle: bool = True,
+        seed: int = 0,
+        shuffle_window: int | None = None,
+        rank: int = 0,
+        world_size: int = 1,
+        drop_last: bool = False,
+        num_threads: int | None = None,
+        prefetch: int | None = None,
+        output: str = "numpy",
+    ) -> None:
+        if output not in _OUTPUTS:
+            raise ValueError(f"output must be one of {', '.join(map(repr, _OUTPUTS))}, "
+                             f"got {output!r}")
+        if output == "torch":
+            try:
+                import torch  # noqa: F401
+            except ImportError as e:
+                raise ImportError('output="torch" needs PyTorch: pip install torch') from e
+        if columns is not None and (isinstance(columns, str) or
+                                    not all(isinstance(c, str) for c in columns)):
+            raise TypeError(f"columns must be a list of column names, got {columns!r}")
+        world_size = _int_option("world_size", world_size, minimum=1)
+        rank = _int_option("rank", rank, minimum=0)
+        if rank >= world_size:
+            raise ValueError(f"rank must be < world_size ({world_size}), got {rank}")
+        self._output = output
+        self._epoch = 0
+        self._core = _core.Loader(
+            sources=_sources(source),
+            columns=list(columns or []),
+            batch_size=_int_option("batch_size", batch_size, minimum=1),
+            shuffle=bool(shuffle),
+            seed=_int_option("seed", seed, minimum=0),
+            shuffle_window=_int_option("shuffle_window", shuffle_window, minimum=1,
+                                       allow_none=True),
+            rank=rank,
+            world_size=world_size,
+            drop_last=bool(drop_last),
+            num_threads=_int_option("num_threads", num_threads, minimum=1, allow_none=True),
+            prefetch=_int_option("prefetch", prefetch, minimum=1, allow_none=True),
+            output=output,
+        )
+        self._schema = pa.schema(_CapsuleSchema(self._core.schema_capsule()))
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns of every batch, as Arrow types."""
+        return self._schema
+
+    def __len__(self) -> int:
+        """Batches per epoch for this rank."""
+        return self._core.num_batches()
+
+    def set_epoch(self, epoch: int) -> None:
+        """Makes the next ``iter()`` read ``epoch`` (later ones count up from it)."""
+        self._epoch = _int_option("epoch", epoch, minimum=0)
+
+    def __iter__(self) -> Iterator[Any]:
+        epoch = self._epoch
+        self._epoch += 1
+        return _EpochIterator(self._core.start_epoch(epoch), self._output)
+
+    def stats(self) -> dict[str, float]:
+        """Counters over the loader's life: rows, batches, bytes_read, units_read and the
+        seconds spent reading, decoding, assembling (thread-seconds) and waiting (the
+        consumer's wall time blocked on the next batch)."""
+        return self._core.stats()
+
+    def dataset_info(self) -> dict[str, Any]:
+        """Files, rows, row groups and the fingerprint of the resolved dataset."""
+        return self._core.dataset()

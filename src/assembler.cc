@@ -1,0 +1,152 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "assembler.h"
+
+#include <cstring>
+
+#include <arrow/array.h>
+#include <arrow/array/concatenate.h>
+#include <arrow/buffer.h>
+#include <arrow/builder.h>
+#include <arrow/compute/api_vector.h>
+
+#include "stoker/column_types.h"
+
+namespace stoker {
+
+namespace {
+
+// For each output row: which unit (flat index over the batch's windows) and which row of it.
+struct Gather {
+  std::vector<uint32_t> unit;
+  std::vector<int64_t> row;
+};
+
+template <typename Word>
+void CopyRows(const Gather& g, const std::vector<const uint8_t*>& bases, uint8_t* out) {
+  auto* dst = reinterpret_cast<Word*>(out);
+  for (size_t i = 0; i < g.row.size(); ++i) {
+    std::memcpy(dst + i, bases[g.unit[i]] + g.row[i] * sizeof(Word), sizeof(Word));
+  }
+}
+
+// The output array for `type` over `length` rows whose innermost values are `values`.
+std::shared_ptr<arrow::ArrayData> WrapValues(const std::shared_ptr<arrow::DataType>& type,
+                                             int64_t length,
+                                             std::shared_ptr<arrow::Buffer> values) {
+  if (type->id() != arrow::Type::FIXED_SIZE_LIST) {
+    return arrow::ArrayData::Make(type, length, {nullptr, std::move(values)}, 0);
+  }
+  const auto& list = static_cast<const arrow::FixedSizeListType&>(*type);
+  auto child = WrapValues(list.value_type(), length * list.list_size(), std::move(values));
+  return arrow::ArrayData::Make(type, length, {nullptr}, {std::move(child)}, 0);
+}
+
+arrow::Result<std::shared_ptr<arrow::ArrayData>> GatherFixedWidth(
+    const std::shared_ptr<arrow::DataType>& type, int64_t row_bytes, const Gather& g,
+    const std::vector<const arrow::ArrayData*>& arrays) {
+  const auto n = static_cast<int64_t>(g.row.size());
+  ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> buffer,
+                        arrow::AllocateBuffer(n * row_bytes));
+  std::vector<const uint8_t*> bases(arrays.size());
+  for (size_t u = 0; u < arrays.size(); ++u) bases[u] = GetFixedWidthValues(*arrays[u]).first;
+  uint8_t* out = buffer->mutable_data();
+  switch (row_bytes) {
+    case 1: CopyRows<uint8_t>(g, bases, out); break;
+    case 2: CopyRows<uint16_t>(g, bases, out); break;
+    case 4: CopyRows<uint32_t>(g, bases, out); break;
+    case 8: CopyRows<uint64_t>(g, bases, out); break;
+    default:
+      for (int64_t i = 0; i < n; ++i) {
+        std::memcpy(out + i * row_bytes, bases[g.unit[i]] + g.row[i] * row_bytes, row_bytes);
+      }
+  }
+  return WrapValues(type, n, std::move(buffer));
+}
+
+// Any type: take each unit's rows, concatenate, then restore the batch's row order.
+arrow::Result<std::shared_ptr<arrow::ArrayData>> GatherGeneric(
+    const Gather& g, const std::vector<const arrow::ArrayData*>& arrays) {
+  const auto n = static_cast<int64_t>(g.row.size());
+  std::vector<int64_t> start(arrays.size() + 1, 0);
+  for (uint32_t u : g.unit) ++start[u + 1];
+  for (size_t u = 0; u < arrays.size(); ++u) start[u + 1] += start[u];
+  std::vector<int64_t> fill(start.begin(), start.end() - 1);
+  std::vector<int64_t> by_unit(n), order(n);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t slot = fill[g.unit[i]]++;
+    by_unit[slot] = g.row[i];
+    order[i] = slot;
+  }
+  arrow::ArrayVector pieces;
+  for (size_t u = 0; u < arrays.size(); ++u) {
+    if (start[u + 1] == start[u]) continue;
+    arrow::Int64Array indices(start[u + 1] - start[u], arrow::Buffer::Wrap(
+                                                           by_unit.data() + start[u],
+                                                           start[u + 1] - start[u]));
+    ARROW_ASSIGN_OR_RAISE(auto piece,
+                          arrow::compute::Take(*arrow::MakeArray(
+                                                   std::make_shared<arrow::ArrayData>(*arrays[u])),
+                                               indices));
+    pieces.push_back(std::move(piece));
+  }
+  std::shared_ptr<arrow::Array> grouped = pieces[0];
+  if (pieces.size() > 1) {
+    ARROW_ASSIGN_OR_RAISE(grouped, arrow::Concatenate(pieces));
+  }
+  arrow::Int64Array reorder(n, arrow::Buffer::Wrap(order));
+  ARROW_ASSIGN_OR_RAISE(auto result, arrow::compute::Take(*grouped, reorder));
+  return result->data();
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> Assembler::Assemble(
+    const EpochPlan& plan, int64_t begin, int64_t end,
+    const std::vector<std::shared_ptr<const LoadedWindow>>& windows) const {
+  std::vector<const arrow::RecordBatch*> units;
+  std::vector<uint32_t> window_base;
+  for (const auto& window : windows) {
+    window_base.push_back(static_cast<uint32_t>(units.size()));
+    for (const auto& unit : window->units) units.push_back(unit.get());
+  }
+
+  Gather g;
+  g.unit.resize(end - begin);
+  g.row.resize(end - begin);
+  size_t slot = 0;
+  int64_t window = windows[0]->index;
+  Permutation rows = plan.WindowRows(window);
+  for (int64_t pos = begin; pos < end; ++pos) {
+    const Window& w = plan.windows()[window];
+    if (pos >= w.first_row + w.num_rows) {
+      ++window;
+      ++slot;
+      rows = plan.WindowRows(window);
+    }
+    const RowSource source = plan.Locate(pos, window, rows);
+    g.unit[pos - begin] = window_base[slot] + static_cast<uint32_t>(source.unit_in_window);
+    g.row[pos - begin] = source.row;
+  }
+
+  arrow::ArrayDataVector columns;
+  std::vector<const arrow::ArrayData*> arrays(units.size());
+  for (int c = 0; c < schema_->num_fields(); ++c) {
+    bool nulls = false;
+    for (size_t u = 0; u < units.size(); ++u) {
+      arrays[u] = units[u]->column_data(c).get();
+      nulls = nulls || HasNulls(*arrays[u]);
+    }
+    const auto& type = schema_->field(c)->type();
+    auto layout = GetFixedWidthLayout(*type);
+    std::shared_ptr<arrow::ArrayData> column;
+    if (layout.ok() && !nulls) {
+      ARROW_ASSIGN_OR_RAISE(column, GatherFixedWidth(type, layout->row_bytes, g, arrays));
+    } else {
+      ARROW_ASSIGN_OR_RAISE(column, GatherGeneric(g, arrays));
+    }
+    columns.push_back(std::move(column));
+  }
+  return arrow::RecordBatch::Make(schema_, end - begin, std::move(columns));
+}
+
+}  // namespace stoker

@@ -1,0 +1,30 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "stoker/digest.h"
+
+#include <cstdio>
+#include <cstring>
+
+namespace stoker {
+
+void Digest::Add(uint64_t value) {
+  a_ = Mix64(a_ ^ value) + 0x9e3779b97f4a7c15ULL;
+  b_ = Mix64(b_ + value * 0xd6e8feb86659fd93ULL) ^ a_;
+}
+
+void Digest::Add(std::string_view value) {
+  Add(static_cast<uint64_t>(value.size()));
+  for (size_t i = 0; i < value.size(); i += 8) {
+    uint64_t word = 0;
+    std::memcpy(&word, value.data() + i, value.size() - i < 8 ? value.size() - i : 8);
+    Add(word);
+  }
+}
+
+std::string Digest::Hex() const {
+  char out[33];
+  std::snprintf(out, sizeof(out), "%016llx%016llx", static_cast<unsigned long long>(a_),
+                static_cast<unsigned long long>(b_));
+  return out;
+}
+
+}  // namespace stoker

@@ -1,0 +1,153 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "epoch_pipeline.h"
+
+#include <algorithm>
+
+#include "unit_reader.h"
+
+namespace stoker {
+
+EpochPipeline::EpochPipeline(std::shared_ptr<const Manifest> manifest, EpochPlan plan,
+                             const LoaderOptions& options, std::shared_ptr<Stats> stats)
+    : manifest_(std::move(manifest)),
+      plan_(std::move(plan)),
+      assembler_(manifest_->schema()),
+      output_(options.output),
+      prefetch_(options.ResolvedPrefetch()),
+      lookahead_(options.shuffle ? 1 : options.ResolvedThreads()),
+      stats_(std::move(stats)),
+      pool_(options.ResolvedThreads()) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (plan_.num_batches() > 0) {
+    next_window_ = WindowsOf(0).first;
+    last_window_ = WindowsOf(plan_.num_batches() - 1).second;
+  }
+  Pump();
+}
+
+EpochPipeline::~EpochPipeline() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancelled_ = true;
+  }
+  ready_cv_.notify_all();
+  pool_.Shutdown();
+}
+
+std::pair<int64_t, int64_t> EpochPipeline::WindowsOf(int64_t batch) const {
+  const auto [begin, end] = plan_.BatchRange(batch);
+  return {plan_.WindowOf(begin), plan_.WindowOf(end - 1)};
+}
+
+void EpochPipeline::ScheduleWindow(int64_t window) {
+  const Window& w = plan_.windows()[window];
+  WindowSlot& slot = windows_[window];
+  slot.data = std::make_shared<LoadedWindow>();
+  slot.data->index = window;
+  slot.data->units.resize(w.num_units);
+  slot.pending_units = w.num_units;
+  for (int64_t i = 0; i < w.num_units; ++i) {
+    const Unit& unit = manifest_->units()[plan_.unit_order()[w.first_unit + i]];
+    pool_.Submit(
+        [this, window, i, &unit] {
+          OnUnitRead(window, i, ReadUnit(*manifest_, unit, output_, stats_.get()));
+        },
+        /*urgent=*/false);
+  }
+}
+
+void EpochPipeline::Pump() {
+  if (cancelled_ || !error_.ok()) return;
+  while (next_assemble_ < plan_.num_batches() && next_assemble_ - next_deliver_ < prefetch_) {
+    const auto [first, last] = WindowsOf(next_assemble_);
+    while (next_window_ <= last) ScheduleWindow(next_window_++);
+    std::vector<std::shared_ptr<const LoadedWindow>> needed;
+    for (int64_t w = first; w <= last; ++w) {
+      const WindowSlot& slot = windows_.at(w);
+      if (slot.pending_units > 0) break;
+      needed.push_back(slot.data);
+    }
+    if (static_cast<int64_t>(needed.size()) != last - first + 1) break;
+
+    const int64_t batch = next_assemble_++;
+    pool_.Submit(
+        [this, batch, needed = std::move(needed)] {
+          const auto start = Stats::Clock::now();
+          const auto [begin, end] = plan_.BatchRange(batch);
+          auto result = assembler_.Assemble(plan_, begin, end, needed);
+          stats_->AddAssemble(Stats::Clock::now() - start);
+          OnBatchAssembled(batch, std::move(result));
+        },
+        /*urgent=*/true);
+    // Windows before the next batch's first are held only by the tasks that still use them.
+    const int64_t keep_from = next_assemble_ < plan_.num_batches()
+                                  ? WindowsOf(next_assemble_).first
+                                  : last_window_ + 1;
+    windows_.erase(windows_.begin(), windows_.lower_bound(keep_from));
+  }
+  if (next_assemble_ < plan_.num_batches()) {
+    const int64_t horizon = std::min(WindowsOf(next_assemble_).second + lookahead_, last_window_);
+    while (next_window_ <= horizon) ScheduleWindow(next_window_++);
+  }
+}
+
+void EpochPipeline::OnUnitRead(int64_t window, int64_t unit_in_window,
+                               arrow::Result<std::shared_ptr<arrow::RecordBatch>> result) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!result.ok()) {
+    if (error_.ok()) error_ = result.status();
+    ready_cv_.notify_all();
+    return;
+  }
+  auto it = windows_.find(window);
+  if (it == windows_.end()) return;  // cancelled or failed meanwhile
+  it->second.data->units[unit_in_window] = std::move(*result);
+  if (--it->second.pending_units == 0) Pump();
+}
+
+void EpochPipeline::OnBatchAssembled(int64_t batch,
+                                     arrow::Result<std::shared_ptr<arrow::RecordBatch>> result) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (result.ok()) {
+      ready_.emplace(batch, std::move(*result));
+    } else if (error_.ok()) {
+      error_ = result.status();
+    }
+  }
+  ready_cv_.notify_all();
+}
+
+bool EpochPipeline::Deliverable() const {
+  return next_deliver_ >= plan_.num_batches() || ready_.count(next_deliver_) > 0 ||
+         !error_.ok() || cancelled_;
+}
+
+bool EpochPipeline::WaitReady(std::chrono::milliseconds timeout) {
+  const auto start = Stats::Clock::now();
+  std::unique_lock<std::mutex> lock(mutex_);
+  const bool ready = ready_cv_.wait_for(lock, timeout, [this] { return Deliverable(); });
+  stats_->AddWait(Stats::Clock::now() - start);
+  return ready;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> EpochPipeline::Next() {
+  const auto start = Stats::Clock::now();
+  std::unique_lock<std::mutex> lock(mutex_);
+  ready_cv_.wait(lock, [this] { return Deliverable(); });
+  stats_->AddWait(Stats::Clock::now() - start);
+  if (next_deliver_ >= plan_.num_batches()) return nullptr;
+  auto it = ready_.find(next_deliver_);
+  if (it == ready_.end()) {
+    if (cancelled_) return arrow::Status::Cancelled("the epoch was cancelled");
+    return error_;
+  }
+  auto batch = std::move(it->second);
+  ready_.erase(it);
+  ++next_deliver_;
+  stats_->AddDelivered(batch->num_rows());
+  Pump();
+  return batch;
+}
+
+}  // namespace stoker

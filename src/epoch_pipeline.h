@@ -1,0 +1,77 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include "assembler.h"
+#include "stoker/batch_stream.h"
+#include "stoker/manifest.h"
+#include "stoker/options.h"
+#include "stoker/plan.h"
+#include "stoker/stats.h"
+#include "task_pool.h"
+
+namespace stoker {
+
+/// Runs one epoch's plan on a pool of worker threads: unit tasks read and decode the row
+/// groups of windows, assembly tasks gather batches from loaded windows, and a reorder buffer
+/// hands batches out in plan order, whatever order the threads finish in.
+///
+/// Bounds: at most `prefetch` batches assembled or being assembled ahead of the consumer;
+/// resident windows are those the next batches need plus `lookahead` more (1 window with
+/// shuffle, num_threads single-unit windows without). Scheduling is event driven (Pump runs
+/// when a unit finishes or the consumer takes a batch), so no task ever waits on another.
+class EpochPipeline final : public BatchStream {
+ public:
+  EpochPipeline(std::shared_ptr<const Manifest> manifest, EpochPlan plan,
+                const LoaderOptions& options, std::shared_ptr<Stats> stats);
+  ~EpochPipeline() override;
+
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() override;
+  bool WaitReady(std::chrono::milliseconds timeout) override;
+  int64_t num_batches() const override { return plan_.num_batches(); }
+
+ private:
+  struct WindowSlot {
+    std::shared_ptr<LoadedWindow> data;
+    int64_t pending_units = 0;
+  };
+
+  // All of these require mutex_ to be held.
+  void Pump();
+  void ScheduleWindow(int64_t window);
+  std::pair<int64_t, int64_t> WindowsOf(int64_t batch) const;
+  bool Deliverable() const;
+
+  void OnUnitRead(int64_t window, int64_t unit_in_window,
+                  arrow::Result<std::shared_ptr<arrow::RecordBatch>> result);
+  void OnBatchAssembled(int64_t batch, arrow::Result<std::shared_ptr<arrow::RecordBatch>> result);
+
+  const std::shared_ptr<const Manifest> manifest_;
+  const EpochPlan plan_;
+  const Assembler assembler_;
+  const OutputKind output_;
+  const int64_t prefetch_;
+  const int64_t lookahead_;
+  const std::shared_ptr<Stats> stats_;
+
+  std::mutex mutex_;
+  std::condition_variable ready_cv_;
+  /// Windows scheduled and still needed, keyed by window index.
+  std::map<int64_t, WindowSlot> windows_;
+  int64_t next_window_ = 0;
+  int64_t last_window_ = -1;
+  int64_t next_assemble_ = 0;
+  int64_t next_deliver_ = 0;
+  /// Reorder buffer: assembled batches not yet delivered (at most prefetch_).
+  std::map<int64_t, std::shared_ptr<arrow::RecordBatch>> ready_;
+  arrow::Status error_;
+  bool cancelled_ = false;
+
+  TaskPool pool_;
+};
+
+}  // namespace stoker

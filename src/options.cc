@@ -1,0 +1,58 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "stoker/options.h"
+
+#include <algorithm>
+#include <thread>
+
+namespace stoker {
+
+arrow::Status LoaderOptions::Validate() const {
+  if (sources.empty()) {
+    return arrow::Status::Invalid("source: no file, directory or glob was given");
+  }
+  if (batch_size < 1) {
+    return arrow::Status::Invalid("batch_size must be >= 1, got ", batch_size);
+  }
+  if (world_size < 1) {
+    return arrow::Status::Invalid("world_size must be >= 1, got ", world_size);
+  }
+  if (rank < 0 || rank >= world_size) {
+    return arrow::Status::Invalid("rank must satisfy 0 <= rank < world_size (", world_size,
+                                  "), got ", rank);
+  }
+  if (shuffle_window < 0) {
+    return arrow::Status::Invalid("shuffle_window must be >= 1 row, got ", shuffle_window);
+  }
+  if (num_threads < 0) {
+    return arrow::Status::Invalid("num_threads must be >= 1 (or None for all cores), got ",
+                                  num_threads);
+  }
+  if (prefetch < 0) {
+    return arrow::Status::Invalid("prefetch must be >= 1 batch (or None for the default), got ",
+                                  prefetch);
+  }
+  for (size_t i = 0; i < columns.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (columns[i] == columns[j]) {
+        return arrow::Status::Invalid("columns: '", columns[i], "' is listed twice");
+      }
+    }
+  }
+  return arrow::Status::OK();
+}
+
+int LoaderOptions::ResolvedThreads() const {
+  if (num_threads > 0) return num_threads;
+  return std::max(1u, std::thread::hardware_concurrency());
+}
+
+int LoaderOptions::ResolvedPrefetch() const {
+  if (prefetch > 0) return prefetch;
+  return kDefaultPrefetchPerThread * ResolvedThreads();
+}
+
+int64_t LoaderOptions::ResolvedShuffleWindow() const {
+  return shuffle_window > 0 ? shuffle_window : kDefaultShuffleWindowRows;
+}
+
+}  // namespace stoker

@@ -1,0 +1,292 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+//
+// stoker._core: the thin nanobind layer between the C++ engine and Python. It converts
+// options in, batches out (numpy/torch arrays that own the engine's buffers, or Arrow C data
+// interface capsules) and Status errors into the natural Python exceptions. The GIL is
+// released for every call that can block.
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include <arrow/array.h>
+#include <arrow/c/bridge.h>
+#include <arrow/record_batch.h>
+
+#include "stoker/api.h"
+
+namespace nb = nanobind;
+
+namespace {
+
+// How long a blocked consumer waits before checking for Ctrl-C.
+constexpr std::chrono::milliseconds kSignalPollInterval{100};
+
+[[noreturn]] void Raise(const arrow::Status& status) {
+  PyObject* type = PyExc_RuntimeError;
+  if (stoker::IsNotFound(status)) {
+    type = PyExc_FileNotFoundError;
+  } else if (status.IsInvalid() || status.IsIndexError()) {
+    type = PyExc_ValueError;
+  } else if (status.IsKeyError()) {
+    type = PyExc_KeyError;
+  } else if (status.IsTypeError()) {
+    type = PyExc_TypeError;
+  } else if (status.IsIOError()) {
+    type = PyExc_OSError;
+  } else if (status.IsOutOfMemory()) {
+    type = PyExc_MemoryError;
+  } else if (status.IsNotImplemented()) {
+    type = PyExc_NotImplementedError;
+  }
+  PyErr_SetString(type, status.message().c_str());
+  throw nb::python_error();
+}
+
+template <typename T>
+T ValueOrRaise(arrow::Result<T> result) {
+  if (!result.ok()) Raise(result.status());
+  return std::move(result).ValueUnsafe();
+}
+
+void FreeSchemaCapsule(PyObject* capsule) {
+  auto* schema = static_cast<ArrowSchema*>(PyCapsule_GetPointer(capsule, "arrow_schema"));
+  if (schema->release != nullptr) schema->release(schema);
+  delete schema;
+}
+
+void FreeArrayCapsule(PyObject* capsule) {
+  auto* array = static_cast<ArrowArray*>(PyCapsule_GetPointer(capsule, "arrow_array"));
+  if (array->release != nullptr) array->release(array);
+  delete array;
+}
+
+nb::object SchemaCapsule(const arrow::Schema& schema) {
+  auto c_schema = std::make_unique<ArrowSchema>();
+  auto status = arrow::ExportSchema(schema, c_schema.get());
+  if (!status.ok()) Raise(status);
+  return nb::steal(PyCapsule_New(c_schema.release(), "arrow_schema", FreeSchemaCapsule));
+}
+
+// (schema capsule, array capsule) of the Arrow C data interface; pyarrow imports it as a
+// RecordBatch without copying.
+nb::object BatchCapsules(const arrow::RecordBatch& batch) {
+  auto c_schema = std::make_unique<ArrowSchema>();
+  auto c_array = std::make_unique<ArrowArray>();
+  auto status = arrow::ExportRecordBatch(batch, c_array.get(), c_schema.get());
+  if (!status.ok()) Raise(status);
+  nb::object schema =
+      nb::steal(PyCapsule_New(c_schema.release(), "arrow_schema", FreeSchemaCapsule));
+  nb::object array = nb::steal(PyCapsule_New(c_array.release(), "arrow_array", FreeArrayCapsule));
+  return nb::make_tuple(schema, array);
+}
+
+nb::dlpack::dtype DlpackType(const arrow::DataType& type) {
+  nb::dlpack::dtype dtype;
+  dtype.lanes = 1;
+  dtype.bits = static_cast<uint8_t>(type.bit_width());
+  if (arrow::is_floating(type.id())) {
+    dtype.code = static_cast<uint8_t>(nb::dlpack::dtype_code::Float);
+  } else if (arrow::is_signed_integer(type.id())) {
+    dtype.code = static_cast<uint8_t>(nb::dlpack::dtype_code::Int);
+  } else {
+    dtype.code = static_cast<uint8_t>(nb::dlpack::dtype_code::UInt);
+  }
+  return dtype;
+}
+
+// A Python object that keeps an Arrow buffer alive for as long as an array views it.
+nb::object Owner(std::shared_ptr<arrow::Buffer> buffer) {
+  auto* held = new std::shared_ptr<arrow::Buffer>(std::move(buffer));
+  return nb::capsule(held, [](void* p) noexcept {
+    delete static_cast<std::shared_ptr<arrow::Buffer>*>(p);
+  });
+}
+
+template <typename Framework>
+nb::object ToTensor(const arrow::ArrayData& data) {
+  std::vector<size_t> shape{static_cast<size_t>(data.length)};
+  if (data.type->id() == arrow::Type::BOOL) {
+    // Arrow packs booleans into bits; tensors want a byte each, so this one column is copied.
+    auto buffer = ValueOrRaise(arrow::AllocateBuffer(data.length));
+    arrow::BooleanArray bools(std::make_shared<arrow::ArrayData>(data));
+    for (int64_t i = 0; i < data.length; ++i) buffer->mutable_data()[i] = bools.Value(i);
+    const void* ptr = buffer->data();
+    nb::dlpack::dtype dtype{static_cast<uint8_t>(nb::dlpack::dtype_code::Bool), 8, 1};
+    nb::ndarray<Framework> array(const_cast<void*>(ptr), shape.size(), shape.data(),
+                                 Owner(std::shared_ptr<arrow::Buffer>(std::move(buffer))),
+                                 nullptr, dtype);
+    return array.cast();
+  }
+  const auto values = stoker::GetFixedWidthValues(data);
+  for (int64_t dim : values.inner_dims) shape.push_back(static_cast<size_t>(dim));
+  auto layout = ValueOrRaise(stoker::GetFixedWidthLayout(*data.type));
+  nb::ndarray<Framework> array(const_cast<uint8_t*>(values.first), shape.size(), shape.data(),
+                               Owner(values.buffer), nullptr, DlpackType(*layout.value_type));
+  return array.cast();
+}
+
+enum class Output { kNumpy, kTorch, kArrow };
+
+Output ParseOutput(const std::string& output) {
+  if (output == "numpy") return Output::kNumpy;
+  if (output == "torch") return Output::kTorch;
+  if (output == "arrow") return Output::kArrow;
+  PyErr_SetString(PyExc_ValueError,
+                  ("output must be \"numpy\", \"torch\" or \"arrow\", got \"" + output + "\"")
+                      .c_str());
+  throw nb::python_error();
+}
+
+// One epoch being read; Python iterates it.
+class Epoch {
+ public:
+  Epoch(std::unique_ptr<stoker::BatchStream> stream, Output output)
+      : stream_(std::move(stream)), output_(output) {}
+
+  // The next batch, or None after the last one.
+  nb::object Next() {
+    if (stream_ == nullptr) return nb::none();
+    for (;;) {
+      bool ready;
+      {
+        nb::gil_scoped_release release;
+        ready = stream_->WaitReady(kSignalPollInterval);
+      }
+      if (ready) break;
+      if (PyErr_CheckSignals() != 0) throw nb::python_error();
+    }
+    arrow::Result<std::shared_ptr<arrow::RecordBatch>> next;
+    {
+      nb::gil_scoped_release release;
+      next = stream_->Next();
+    }
+    auto batch = ValueOrRaise(std::move(next));
+    if (batch == nullptr) {
+      Close();
+      return nb::none();
+    }
+    if (output_ == Output::kArrow) return BatchCapsules(*batch);
+    nb::dict columns;
+    for (int i = 0; i < batch->num_columns(); ++i) {
+      const auto& data = *batch->column_data(i);
+      columns[batch->schema()->field(i)->name().c_str()] =
+          output_ == Output::kTorch ? ToTensor<nb::pytorch>(data) : ToTensor<nb::numpy>(data);
+    }
+    return columns;
+  }
+
+  // Stops the workers and joins them; idempotent.
+  void Close() {
+    auto stream = std::move(stream_);
+    nb::gil_scoped_release release;
+    stream.reset();
+  }
+
+ private:
+  std::unique_ptr<stoker::BatchStream> stream_;
+  Output output_;
+};
+
+class PyLoader {
+ public:
+  PyLoader(std::vector<std::string> sources, std::vector<std::string> columns,
+           int64_t batch_size, bool shuffle, uint64_t seed, int64_t shuffle_window, int rank,
+           int world_size, bool drop_last, int num_threads, int prefetch,
+           const std::string& output)
+      : output_(ParseOutput(output)) {
+    stoker::LoaderOptions options;
+    options.sources = std::move(sources);
+    options.columns = std::move(columns);
+    options.batch_size = batch_size;
+    options.shuffle = shuffle;
+    options.seed = seed;
+    options.shuffle_window = shuffle_window;
+    options.rank = rank;
+    options.world_size = world_size;
+    options.drop_last = drop_last;
+    options.num_threads = num_threads;
+    options.prefetch = prefetch;
+    options.output = output_ == Output::kArrow ? stoker::OutputKind::kArrow
+                                               : stoker::OutputKind::kTensor;
+    arrow::Result<std::shared_ptr<stoker::Loader>> made;
+    {
+      nb::gil_scoped_release release;
+      made = stoker::Loader::Make(std::move(options));
+    }
+    loader_ = ValueOrRaise(std::move(made));
+  }
+
+  int64_t NumBatches() const { return loader_->num_batches(); }
+
+  nb::object Schema() const { return SchemaCapsule(*loader_->schema()); }
+
+  Epoch* StartEpoch(int64_t epoch) {
+    arrow::Result<std::unique_ptr<stoker::BatchStream>> stream;
+    {
+      nb::gil_scoped_release release;
+      stream = loader_->StartEpoch(epoch);
+    }
+    return new Epoch(ValueOrRaise(std::move(stream)), output_);
+  }
+
+  nb::dict Stats() const {
+    const auto s = loader_->stats();
+    nb::dict out;
+    out["rows"] = s.rows;
+    out["batches"] = s.batches;
+    out["units_read"] = s.units_read;
+    out["bytes_read"] = s.bytes_read;
+    out["read_seconds"] = s.read_seconds;
+    out["decode_seconds"] = s.decode_seconds;
+    out["assemble_seconds"] = s.assemble_seconds;
+    out["wait_seconds"] = s.wait_seconds;
+    return out;
+  }
+
+  nb::dict Dataset() const {
+    const auto& manifest = loader_->manifest();
+    nb::list files;
+    for (const auto& file : manifest.files()) files.append(file.source.path);
+    nb::dict out;
+    out["files"] = files;
+    out["rows"] = manifest.num_rows();
+    out["row_groups"] = static_cast<int64_t>(manifest.units().size());
+    out["fingerprint"] = manifest.fingerprint();
+    return out;
+  }
+
+ private:
+  Output output_;
+  std::shared_ptr<stoker::Loader> loader_;
+};
+
+}  // namespace
+
+NB_MODULE(_core, m) {
+  m.doc() = "Stoker's C++ engine (use the stoker package, not this module)";
+
+  nb::class_<Epoch>(m, "Epoch")
+      .def("next", &Epoch::Next, "The next batch, or None after the last one.")
+      .def("close", &Epoch::Close, "Stop the workers now.");
+
+  nb::class_<PyLoader>(m, "Loader")
+      .def(nb::init<std::vector<std::string>, std::vector<std::string>, int64_t, bool, uint64_t,
+                    int64_t, int, int, bool, int, int, const std::string&>(),
+           nb::arg("sources"), nb::arg("columns"), nb::arg("batch_size"), nb::arg("shuffle"),
+           nb::arg("seed"), nb::arg("shuffle_window"), nb::arg("rank"), nb::arg("world_size"),
+           nb::arg("drop_last"), nb::arg("num_threads"), nb::arg("prefetch"),
+           nb::arg("output"))
+      .def("num_batches", &PyLoader::NumBatches)
+      .def("schema_capsule", &PyLoader::Schema)
+      .def("start_epoch", &PyLoader::StartEpoch, nb::arg("epoch"),
+           nb::rv_policy::take_ownership)
+      .def("stats", &PyLoader::Stats)
+      .def("dataset", &PyLoader::Dataset);
+}

@@ -1,0 +1,54 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "stoker/stats.h"
+
+namespace stoker {
+
+namespace {
+
+int64_t Nanos(Stats::Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
+
+double Seconds(const std::atomic<int64_t>& ns) {
+  return static_cast<double>(ns.load(std::memory_order_relaxed)) * 1e-9;
+}
+
+}  // namespace
+
+void Stats::AddRead(int64_t bytes, Clock::duration elapsed) {
+  units_read_.fetch_add(1, std::memory_order_relaxed);
+  bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
+  read_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
+}
+
+void Stats::AddDecode(Clock::duration elapsed) {
+  decode_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
+}
+
+void Stats::AddAssemble(Clock::duration elapsed) {
+  assemble_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
+}
+
+void Stats::AddWait(Clock::duration elapsed) {
+  wait_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
+}
+
+void Stats::AddDelivered(int64_t rows) {
+  rows_.fetch_add(rows, std::memory_order_relaxed);
+  batches_.fetch_add(1, std::memory_order_relaxed);
+}
+
+StatsSnapshot Stats::Snapshot() const {
+  StatsSnapshot s;
+  s.rows = rows_.load(std::memory_order_relaxed);
+  s.batches = batches_.load(std::memory_order_relaxed);
+  s.units_read = units_read_.load(std::memory_order_relaxed);
+  s.bytes_read = bytes_read_.load(std::memory_order_relaxed);
+  s.read_seconds = Seconds(read_ns_);
+  s.decode_seconds = Seconds(decode_ns_);
+  s.assemble_seconds = Seconds(assemble_ns_);
+  s.wait_seconds = Seconds(wait_ns_);
+  return s;
+}
+
+}  // namespace stoker
