@@ -1,0 +1,63 @@
+# Stoker's entry points. Each target installs what it needs itself (system packages
+# included) into .venv at the repository root.
+#   make demo   set up, build, generate a demo dataset, benchmark it
+#   make test   set up, build, run the C++ (ctest) and Python (pytest) tests
+#   make bench  the benchmark harness against peer loaders (slow; not part of test)
+
+PYTHON   ?= python3
+VENV     := .venv
+PY       := $(VENV)/bin/python
+JOBS     ?= $(shell nproc)
+CPP_DIR  := build/cpp
+DEPS     := $(VENV)/.deps-installed
+SYSDEPS  := build/.system-deps-installed
+DEMO_DIR := demo-data/criteo
+DEMO_ROWS ?= 2000000
+
+.PHONY: all setup build build-cpp test test-cpp test-python demo bench lint clean
+
+all: build
+
+$(SYSDEPS): scripts/install-system-deps.sh
+	bash scripts/install-system-deps.sh
+	@mkdir -p $(dir $@) && touch $@
+
+$(DEPS): requirements-dev.txt $(SYSDEPS)
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-dev.txt
+	@touch $@
+
+setup: $(DEPS)
+
+# The Python package with its extension, built against the venv's pinned pyarrow.
+build: $(DEPS)
+	$(PY) -m pip install -q --no-build-isolation --no-deps .
+
+# The C++ library, unit tests and example, built apart from the extension.
+build-cpp: $(DEPS)
+	PATH=$(abspath $(VENV))/bin:$$PATH cmake -S . -B $(CPP_DIR) -G Ninja \
+	  -DPython_EXECUTABLE=$(abspath $(PY)) -DSTOKER_BUILD_PYTHON=OFF \
+	  -DSTOKER_BUILD_TESTS=ON -DSTOKER_WARNINGS_AS_ERRORS=ON
+	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(CPP_DIR) -j $(JOBS)
+
+test-cpp: build-cpp
+	PATH=$(abspath $(VENV))/bin:$$PATH ctest --test-dir $(CPP_DIR) --output-on-failure -j $(JOBS)
+
+test-python: build
+	$(PY) -m pytest -q --timeout=300
+
+test: test-cpp test-python
+
+demo: build
+	$(VENV)/bin/stoker gen $(DEMO_DIR) --preset criteo --rows $(DEMO_ROWS) --files 4
+	$(VENV)/bin/stoker bench $(DEMO_DIR) --batch-size 4096
+
+bench: build
+	$(PY) benchmarks/run.py
+
+lint: $(DEPS)
+	$(VENV)/bin/ruff check python tests benchmarks
+
+clean:
+	rm -rf build demo-data

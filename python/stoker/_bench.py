@@ -1,0 +1,306 @@
+"""`stoker bench`: Stoker's loader against plain pyarrow reading of the same columns.
+
+Each measurement runs in a fresh child process (`python -m stoker._bench KIND OPTIONS_JSON`)
+that prints its result as one JSON line, so peak resident memory and CPU time belong to one
+reader alone. The pyarrow run reads the files in order with `ParquetFile.iter_batches` and
+converts every column to numpy, without shuffling: the decode floor Stoker is measured against.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import resource
+import subprocess
+import sys
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from stoker._console import Progress, format_bytes, format_count, format_table
+from stoker._inspect import resolve_sources
+
+__all__ = ["OUTPUTS", "BenchOptions", "format_text", "run_bench"]
+
+OUTPUTS = ("numpy", "torch", "arrow")
+KINDS = ("stoker", "pyarrow")
+
+# Seconds-per-stage keys of Loader.stats(), in pipeline order, with their table labels.
+STAGE_KEYS = (
+    ("read_seconds", "read s"),
+    ("decode_seconds", "decode s"),
+    ("assemble_seconds", "assemble s"),
+    ("wait_seconds", "wait s (stall)"),
+)
+WARM_CHUNK_BYTES = 8 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchOptions:
+    """One benchmark run. Loader options mirror `stoker.Loader` and keep its defaults; the loader
+    validates them itself, `validate()` checks only what the benchmark relies on."""
+
+    source: str
+    columns: list[str] | None = None  # None: every column.
+    batch_size: int = 4096
+    shuffle: bool = True
+    seed: int = 0
+    shuffle_window: int | None = None  # None: the loader's default.
+    num_threads: int | None = None  # None: the loader's default.
+    prefetch: int | None = None  # None: the loader's default.
+    epochs: int = 1  # Passes over the data; the pyarrow run makes as many.
+    output: str = "numpy"  # One of OUTPUTS; the pyarrow run always converts to numpy.
+
+    def validate(self) -> None:
+        if self.batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {self.batch_size}")
+        if self.epochs < 1:
+            raise ValueError(f"epochs must be >= 1, got {self.epochs}")
+        if self.output not in OUTPUTS:
+            raise ValueError(f"output must be one of {', '.join(OUTPUTS)}, got {self.output!r}")
+        if self.columns is not None and not self.columns:
+            raise ValueError("columns must name at least one column")
+
+
+def run_bench(options: BenchOptions, *, pyarrow: bool = True) -> dict[str, Any]:
+    """Measures Stoker, then (if `pyarrow`) the pyarrow baseline, each in a child process.
+
+    Returns {"source", "options", "stoker", "pyarrow", "ratio"}; "pyarrow" and "ratio" are None
+    without the baseline. Raises FileNotFoundError when the source names no files and
+    ChildProcessError when a measurement fails (its messages are on stderr).
+    """
+    options.validate()
+    # The first reader would otherwise pay for cold reads that the second gets for free.
+    _warm_page_cache(resolve_sources([options.source]))
+    stoker = _run_child("stoker", options)
+    baseline = _run_child("pyarrow", options) if pyarrow else None
+    ratio = None
+    if baseline is not None and baseline["rows_per_s"] > 0:
+        ratio = stoker["rows_per_s"] / baseline["rows_per_s"]
+    return {
+        "source": options.source,
+        "options": dataclasses.asdict(options),
+        "stoker": stoker,
+        "pyarrow": baseline,
+        "ratio": ratio,
+    }
+
+
+def _warm_page_cache(files: list[str]) -> None:
+    total = sum(os.path.getsize(path) for path in files)
+    print(
+        f"stoker bench: warming the page cache: {len(files)} file(s), {format_bytes(total)}",
+        file=sys.stderr,
+        flush=True,
+    )
+    for path in files:
+        with open(path, "rb", buffering=0) as f:
+            while f.read(WARM_CHUNK_BYTES):
+                pass
+
+
+def _run_child(kind: str, options: BenchOptions) -> dict[str, Any]:
+    # The child sees the parent's import path, so it finds the same stoker (source tree,
+    # editable or installed) however the parent found it.
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    command = [sys.executable, "-m", "stoker._bench", kind, json.dumps(dataclasses.asdict(options))]
+    done = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=env, check=False)
+    if done.returncode != 0:
+        raise ChildProcessError(
+            f"the {kind} measurement failed (exit code {done.returncode}); see its messages above"
+        )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def _measure(kind: str, options: BenchOptions) -> dict[str, Any]:
+    """Runs one reader over the data for `options.epochs` epochs in this process.
+
+    The clock starts just before the reader is built (Loader construction, or the pyarrow run's
+    footer reads), so time to first batch includes setup. CPU time counts from the same point;
+    peak RSS is the process's high-water mark, reported beside the one it had before the start.
+    """
+    if kind == "stoker" and options.output == "torch":
+        import torch  # noqa: F401  (imported before the baseline so its import is not measured)
+    baseline_rss = _peak_rss_bytes()
+    cpu_before = _cpu_seconds()
+    started = time.perf_counter()
+    if kind == "stoker":
+        loader = _make_loader(options)
+        epoch_batches = len(loader)
+        batches: Iterable[Any] = (batch for _ in range(options.epochs) for batch in loader)
+        stats = loader.stats
+    else:
+        stats = None
+        files = resolve_sources([options.source])
+        epoch_batches = _pyarrow_batch_count(files, options.batch_size)
+        batches = (b for _ in range(options.epochs) for b in _pyarrow_batches(files, options))
+    result = _drain(kind, batches, epoch_batches * options.epochs, started)
+    result["cpu_seconds"] = _cpu_seconds() - cpu_before
+    result["peak_rss_bytes"] = _peak_rss_bytes()
+    result["baseline_rss_bytes"] = baseline_rss
+    result["stats"] = dict(stats()) if stats is not None else None
+    return result
+
+
+def _make_loader(options: BenchOptions) -> Any:
+    from stoker import Loader  # Needs the compiled engine, which gen and inspect do not.
+
+    return Loader(
+        options.source,
+        columns=options.columns,
+        batch_size=options.batch_size,
+        shuffle=options.shuffle,
+        seed=options.seed,
+        shuffle_window=options.shuffle_window,
+        num_threads=options.num_threads,
+        prefetch=options.prefetch,
+        output=options.output,
+    )
+
+
+def _pyarrow_batch_count(files: list[str], batch_size: int) -> int:
+    import pyarrow.parquet as pq
+
+    return sum(math.ceil(pq.read_metadata(path).num_rows / batch_size) for path in files)
+
+
+def _pyarrow_batches(files: list[str], options: BenchOptions) -> Iterator[dict[str, Any]]:
+    import pyarrow.parquet as pq
+
+    for path in files:
+        reader = pq.ParquetFile(path)
+        for batch in reader.iter_batches(batch_size=options.batch_size, columns=options.columns):
+            yield {
+                name: _to_numpy(column)
+                for name, column in zip(batch.schema.names, batch.columns, strict=True)
+            }
+
+
+def _to_numpy(array: Any) -> Any:
+    """A column as numpy, fixed-size lists as one more dimension, as Stoker delivers them."""
+    import pyarrow as pa
+
+    if pa.types.is_fixed_size_list(array.type):
+        values = _to_numpy(array.flatten())
+        return values.reshape(len(array), array.type.list_size, *values.shape[1:])
+    return array.to_numpy(zero_copy_only=False)
+
+
+def _drain(kind: str, batches: Iterable[Any], total_batches: int, started: float) -> dict[str, Any]:
+    """Consumes every batch, counting rows and delivered bytes, with progress on stderr."""
+    ticker = Progress(f"stoker bench ({kind})")
+    rows = delivered = count = 0
+    first_batch_s = None
+    for batch in batches:
+        if first_batch_s is None:
+            first_batch_s = time.perf_counter() - started
+        batch_rows, batch_bytes = _rows_and_bytes(batch)
+        rows += batch_rows
+        delivered += batch_bytes
+        count += 1
+        if ticker.due():
+            rate = format_count(rows / (time.perf_counter() - started))
+            ticker.write(f"batch {count:,}/{total_batches:,}, {rate} rows/s")
+    seconds = time.perf_counter() - started
+    return {
+        "rows": rows,
+        "batches": count,
+        "bytes": delivered,
+        "seconds": seconds,
+        "rows_per_s": rows / seconds,
+        "mb_per_s": delivered / seconds / 1e6,
+        "first_batch_seconds": first_batch_s,
+    }
+
+
+def _rows_and_bytes(batch: Any) -> tuple[int, int]:
+    """(rows, bytes) of a delivered batch: a dict of arrays or tensors, or an Arrow batch."""
+    if hasattr(batch, "num_rows"):
+        return batch.num_rows, batch.nbytes
+    values = list(batch.values())
+    if not values:
+        return 0, 0
+    return len(values[0]), sum(_nbytes(value) for value in values)
+
+
+def _nbytes(value: Any) -> int:
+    if isinstance(value, dict):
+        return sum(_nbytes(v) for v in value.values())
+    if isinstance(value, (tuple, list)):
+        return sum(_nbytes(v) for v in value)
+    return int(value.nbytes)
+
+
+def _cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _peak_rss_bytes() -> int:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak if sys.platform == "darwin" else peak * 1024  # Linux reports kilobytes.
+
+
+def format_text(result: dict[str, Any]) -> str:
+    """A table with one column per reader, then the throughput ratio."""
+    options = result["options"]
+    readers = [(kind, result[kind]) for kind in KINDS if result[kind] is not None]
+    shuffle = f"shuffle (seed {options['seed']})" if options["shuffle"] else "no shuffle"
+    columns = ",".join(options["columns"]) if options["columns"] else "all columns"
+    rows = [
+        ("rows", lambda r: f"{r['rows']:,}"),
+        ("batches", lambda r: f"{r['batches']:,}"),
+        ("rows/s", lambda r: format_count(r["rows_per_s"])),
+        ("MB/s", lambda r: f"{r['mb_per_s']:.1f}"),
+        ("first batch s", lambda r: _seconds(r["first_batch_seconds"])),
+        ("wall s", lambda r: _seconds(r["seconds"])),
+        ("CPU s (user+sys)", lambda r: _seconds(r["cpu_seconds"])),
+        ("cores busy", lambda r: f"{r['cpu_seconds'] / r['seconds']:.2f}"),
+        ("peak RSS", lambda r: format_bytes(r["peak_rss_bytes"])),
+        ("RSS growth", lambda r: format_bytes(r["peak_rss_bytes"] - r["baseline_rss_bytes"])),
+        ("bytes read", lambda r: _stat(r, "bytes_read", format_bytes)),
+        *((label, lambda r, key=key: _stat(r, key, _seconds)) for key, label in STAGE_KEYS),
+    ]
+    table = [["", *(kind for kind, _ in readers)]]
+    table += [[label, *(cell(reader) for _, reader in readers)] for label, cell in rows]
+    heading = (
+        f"{result['source']}: batch size {options['batch_size']}, {shuffle}, "
+        f"{options['epochs']} epoch(s), {options['output']} output, {columns}"
+    )
+    lines = [heading, *format_table(table)]
+    if result["ratio"] is not None:
+        lines.append(f"stoker / pyarrow rows/s: {result['ratio']:.2f}x")
+    return "\n".join(lines)
+
+
+def _stat(reader: dict[str, Any], key: str, fmt: Any) -> str:
+    stats = reader["stats"]
+    if stats is None or key not in stats:
+        return "-"
+    return fmt(stats[key])
+
+
+def _seconds(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+def _child_main(argv: list[str]) -> int:
+    kind, options_json = argv
+    if kind not in KINDS:
+        raise SystemExit(f"unknown measurement {kind!r}; expected one of {', '.join(KINDS)}")
+    options = BenchOptions(**json.loads(options_json))
+    try:
+        result = _measure(kind, options)
+    except (ImportError, OSError, ValueError, KeyError, TypeError) as exc:
+        # KeyError's str() is the repr of its key; show the message as written.
+        message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+        print(f"stoker bench ({kind}): error: {message}", file=sys.stderr)
+        return 1
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_child_main(sys.argv[1:]))

@@ -1,0 +1,325 @@
+"""Deterministic synthetic Parquet datasets for tests, examples and benchmarks (`stoker gen`).
+
+Each file draws from its own generator, seeded by (seed, file index), so files can be written
+independently and the same options always give byte-identical files. Files are written one row
+group at a time: memory is a function of the row-group size and the row width, never of the
+row count.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from stoker._console import Progress, format_bytes, format_count
+
+__all__ = [
+    "COMPRESSIONS",
+    "PRESETS",
+    "GenOptions",
+    "GenResult",
+    "file_row_ranges",
+    "generate",
+    "schema_for",
+    "summary_line",
+]
+
+PRESETS = ("criteo", "wide", "embeddings")
+COMPRESSIONS = ("snappy", "zstd", "gzip", "lz4", "none")
+
+DEFAULT_ROW_GROUP_SIZE = 65536
+DEFAULT_WIDE_COLUMNS = 500
+DEFAULT_LIST_SIZE = 64
+
+# Criteo's layout (Kaggle display-advertising and 1TB click logs): 13 dense counters and 26
+# categorical features. Cardinalities are spread log-evenly from 10 to 1e6 so embedding tables
+# range from tiny to large, as in the real data.
+CRITEO_DENSE = 13
+CRITEO_CARDINALITIES = tuple(round(c) for c in np.geomspace(10, 1_000_000, 26))
+# Per-column log-normal parameters of the dense counters: small medians to large, narrow to wide.
+CRITEO_DENSE_MU = np.linspace(0.0, 4.0, CRITEO_DENSE, dtype=np.float32)[:, None]
+CRITEO_DENSE_SIGMA = np.linspace(0.5, 1.5, CRITEO_DENSE, dtype=np.float32)[:, None]
+
+EMBEDDING_ITEMS = 1_000_000  # item_id cardinality of the embeddings preset.
+
+# Labels are a noisy threshold of one standard-normal signal per row, so models trained on the
+# synthetic data have something to learn. The threshold is the normal 75th percentile: 25% of
+# rows are positive, like a click-through dataset after negative down-sampling.
+LABEL_SIGNAL_WEIGHT = 0.6
+LABEL_THRESHOLD = 0.6744897501960817
+
+CARDINALITY_KEY = b"cardinality"  # Field metadata key: the id range [0, cardinality).
+
+
+@dataclasses.dataclass(frozen=True)
+class GenOptions:
+    """What `generate` writes. `validate()` raises ValueError naming the offending option."""
+
+    preset: str
+    rows: int  # Total rows over all files, >= 1.
+    seed: int = 0  # >= 0; with the other options it fixes every byte written.
+    files: int = 1  # 1 <= files <= rows; rows are split as evenly as possible, in row_id order.
+    row_group_size: int = DEFAULT_ROW_GROUP_SIZE  # Rows per row group (the last may be short).
+    compression: str = "snappy"  # One of COMPRESSIONS.
+    columns: int | None = None  # wide only: feature columns (None: DEFAULT_WIDE_COLUMNS).
+    list_size: int | None = None  # embeddings only: vector length (None: DEFAULT_LIST_SIZE).
+
+    def validate(self) -> None:
+        if self.preset not in PRESETS:
+            raise ValueError(f"preset must be one of {', '.join(PRESETS)}, got {self.preset!r}")
+        if self.compression not in COMPRESSIONS:
+            raise ValueError(
+                f"compression must be one of {', '.join(COMPRESSIONS)}, got {self.compression!r}"
+            )
+        for name in ("rows", "files", "row_group_size"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.seed < 0:
+            raise ValueError(f"seed must be >= 0, got {self.seed}")
+        if self.files > self.rows:
+            raise ValueError(
+                f"files ({self.files}) must not exceed rows ({self.rows}): every file needs a row"
+            )
+        _validate_preset_option(self, "columns", "wide")
+        _validate_preset_option(self, "list_size", "embeddings")
+
+
+def _validate_preset_option(options: GenOptions, name: str, preset: str) -> None:
+    value = getattr(options, name)
+    if value is None:
+        return
+    if options.preset != preset:
+        raise ValueError(f"{name} applies only to preset {preset!r}, not {options.preset!r}")
+    if value < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+
+
+@dataclasses.dataclass(frozen=True)
+class GenResult:
+    paths: list[Path]
+    rows: int
+    bytes: int  # Sum of the written files' sizes.
+    seconds: float
+
+
+def file_row_ranges(rows: int, files: int) -> list[tuple[int, int]]:
+    """(first row_id, row count) per file: the first `rows % files` files get one extra row."""
+    base, extra = divmod(rows, files)
+    ranges = []
+    start = 0
+    for index in range(files):
+        count = base + (1 if index < extra else 0)
+        ranges.append((start, count))
+        start += count
+    return ranges
+
+
+def schema_for(options: GenOptions) -> pa.Schema:
+    """The Arrow schema `generate` writes for these options."""
+    fields = [pa.field("row_id", pa.int64()), pa.field("label", pa.float32())]
+    if options.preset == "criteo":
+        fields += [pa.field(f"I{i + 1}", pa.float32()) for i in range(CRITEO_DENSE)]
+        fields += [
+            _id_field(f"C{i + 1}", cardinality)
+            for i, cardinality in enumerate(CRITEO_CARDINALITIES)
+        ]
+    elif options.preset == "wide":
+        fields += [pa.field(f"f{i}", pa.float32()) for i in range(_wide_columns(options))]
+    else:
+        vector = pa.list_(pa.float32(), _list_size(options))
+        fields += [
+            _id_field("item_id", EMBEDDING_ITEMS),
+            pa.field("embedding", vector),
+            pa.field("user_embedding", vector),
+        ]
+    return pa.schema(fields)
+
+
+def _id_field(name: str, cardinality: int) -> pa.Field:
+    return pa.field(name, pa.int64(), metadata={CARDINALITY_KEY: str(cardinality).encode()})
+
+
+def _wide_columns(options: GenOptions) -> int:
+    return options.columns if options.columns is not None else DEFAULT_WIDE_COLUMNS
+
+
+def _list_size(options: GenOptions) -> int:
+    return options.list_size if options.list_size is not None else DEFAULT_LIST_SIZE
+
+
+def generate(
+    out: str | os.PathLike[str],
+    options: GenOptions,
+    *,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> GenResult:
+    """Writes `options.files` files named part-00000.parquet, ... into directory `out`.
+
+    Refuses (FileExistsError) to write into a directory that already holds part-*.parquet
+    files unless `overwrite`, in which case those files are removed first: leftovers from a run
+    with more files would otherwise silently join the dataset.
+    """
+    options.validate()
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise NotADirectoryError(f"output path exists and is not a directory: {out}")
+    out.mkdir(parents=True, exist_ok=True)
+    stale = sorted(out.glob("part-*.parquet"))
+    if stale and not overwrite:
+        raise FileExistsError(
+            f"{out} already holds {len(stale)} part-*.parquet file(s); pass --overwrite to "
+            "replace them"
+        )
+    for path in stale:
+        path.unlink()
+
+    schema = schema_for(options)
+    make_batch = _batch_maker(options, schema)
+    ticker = Progress("stoker gen") if progress else None
+    started = time.perf_counter()
+    done = 0
+
+    def advance(rows: int) -> None:
+        nonlocal done
+        done += rows
+        if ticker is not None and ticker.due():
+            rate = format_count(done / (time.perf_counter() - started))
+            ticker.write(
+                f"{done:,}/{options.rows:,} rows ({100 * done / options.rows:.0f}%), {rate} rows/s"
+            )
+
+    paths = []
+    for index, (first_row, count) in enumerate(file_row_ranges(options.rows, options.files)):
+        path = out / f"part-{index:05d}.parquet"
+        rng = np.random.Generator(np.random.PCG64(np.random.SeedSequence([options.seed, index])))
+        _write_file(path, schema, options, rng, make_batch, first_row, count, advance)
+        paths.append(path)
+    seconds = time.perf_counter() - started
+    size = sum(path.stat().st_size for path in paths)
+    return GenResult(paths=paths, rows=options.rows, bytes=size, seconds=seconds)
+
+
+def summary_line(out: str | os.PathLike[str], result: GenResult) -> str:
+    rate = result.rows / max(result.seconds, 1e-9)
+    return (
+        f"wrote {len(result.paths)} file(s), {result.rows:,} rows, {format_bytes(result.bytes)} "
+        f"in {result.seconds:.2f} s ({format_count(rate)} rows/s) to {out}"
+    )
+
+
+BatchMaker = Callable[[np.random.Generator, np.ndarray], pa.RecordBatch]
+
+
+def _write_file(
+    path: Path,
+    schema: pa.Schema,
+    options: GenOptions,
+    rng: np.random.Generator,
+    make_batch: BatchMaker,
+    first_row: int,
+    count: int,
+    advance: Callable[[int], None],
+) -> None:
+    # Written under a temporary name and renamed when complete, so an interrupted run never
+    # leaves a truncated file that looks like part of the dataset.
+    partial = path.with_name(path.name + ".partial")
+    compression = None if options.compression == "none" else options.compression
+    # Dictionary encoding only pays off for the id columns; trying it on random floats just
+    # burns time before the writer falls back to plain encoding.
+    dictionary = [field.name for field in schema if CARDINALITY_KEY in (field.metadata or {})]
+    try:
+        with pq.ParquetWriter(
+            partial, schema, compression=compression, use_dictionary=dictionary
+        ) as writer:
+            for start in range(0, count, options.row_group_size):
+                n = min(options.row_group_size, count - start)
+                row_ids = np.arange(first_row + start, first_row + start + n, dtype=np.int64)
+                writer.write_batch(make_batch(rng, row_ids), row_group_size=n)
+                advance(n)
+        partial.replace(path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+def _batch_maker(options: GenOptions, schema: pa.Schema) -> BatchMaker:
+    if options.preset == "criteo":
+        return lambda rng, row_ids: _criteo_batch(rng, row_ids, schema)
+    if options.preset == "wide":
+        columns = _wide_columns(options)
+        return lambda rng, row_ids: _wide_batch(rng, row_ids, schema, columns)
+    list_size = _list_size(options)
+    return lambda rng, row_ids: _embeddings_batch(rng, row_ids, schema, list_size)
+
+
+def _criteo_batch(
+    rng: np.random.Generator, row_ids: np.ndarray, schema: pa.Schema
+) -> pa.RecordBatch:
+    n = len(row_ids)
+    z = rng.standard_normal((CRITEO_DENSE, n), dtype=np.float32)
+    dense = np.exp(z * CRITEO_DENSE_SIGMA + CRITEO_DENSE_MU)
+    labels = _labels(rng, (z[0] + z[1]) * np.float32(1 / math.sqrt(2)))
+    categorical = _skewed_ids(
+        rng, np.array(CRITEO_CARDINALITIES)[:, None], (len(CRITEO_CARDINALITIES), n)
+    )
+    columns = [row_ids, labels, *dense, *categorical]
+    return pa.RecordBatch.from_arrays([pa.array(c) for c in columns], schema=schema)
+
+
+def _wide_batch(
+    rng: np.random.Generator, row_ids: np.ndarray, schema: pa.Schema, columns: int
+) -> pa.RecordBatch:
+    # Drawn column-major so every feature is a contiguous row of the block: zero-copy to Arrow.
+    features = rng.standard_normal((columns, len(row_ids)), dtype=np.float32)
+    labels = _labels(rng, features[0])
+    arrays = [pa.array(row_ids), pa.array(labels), *(pa.array(f) for f in features)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _embeddings_batch(
+    rng: np.random.Generator, row_ids: np.ndarray, schema: pa.Schema, list_size: int
+) -> pa.RecordBatch:
+    n = len(row_ids)
+    items = _skewed_ids(rng, EMBEDDING_ITEMS, n)
+    item_vectors = rng.standard_normal((n, list_size), dtype=np.float32)
+    user_vectors = rng.standard_normal((n, list_size), dtype=np.float32)
+    # A two-tower label: the scaled dot product of the two vectors is close to standard normal.
+    affinity = np.einsum("ij,ij->i", item_vectors, user_vectors) / np.float32(math.sqrt(list_size))
+    labels = _labels(rng, affinity)
+    arrays = [
+        pa.array(row_ids),
+        pa.array(labels),
+        pa.array(items),
+        pa.FixedSizeListArray.from_arrays(pa.array(item_vectors.ravel()), list_size),
+        pa.FixedSizeListArray.from_arrays(pa.array(user_vectors.ravel()), list_size),
+    ]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _labels(rng: np.random.Generator, signal: np.ndarray) -> np.ndarray:
+    """0/1 float32 labels, 25% positive, correlated with a standard-normal `signal`."""
+    noise = rng.standard_normal(len(signal), dtype=np.float32)
+    score = LABEL_SIGNAL_WEIGHT * signal + math.sqrt(1 - LABEL_SIGNAL_WEIGHT**2) * noise
+    return (score > LABEL_THRESHOLD).astype(np.float32)
+
+
+def _skewed_ids(
+    rng: np.random.Generator, cardinality: int | np.ndarray, shape: int | tuple[int, ...]
+) -> np.ndarray:
+    """Ids in [0, cardinality) with P(id = k) ~ 1/(k + 1), a Zipf law of exponent 1.
+
+    Drawn as floor((cardinality + 1) ** u) - 1 for uniform u: a log-uniform variable, which is
+    the continuous form of Zipf(1) and needs one exp per value.
+    """
+    u = rng.random(shape)
+    ids = np.exp(u * np.log(np.asarray(cardinality, dtype=np.float64) + 1)).astype(np.int64) - 1
+    # u < 1, but exp() may round up to exactly cardinality + 1.
+    return np.minimum(ids, np.asarray(cardinality) - 1)

@@ -1,0 +1,217 @@
+"""The `stoker` command: `gen` writes synthetic datasets, `inspect` describes datasets from their
+footers, `bench` measures the loader against plain pyarrow reading."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from stoker import _bench, _gen, _inspect
+
+__all__ = ["main"]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Runs the command line `argv` (default: sys.argv[1:]) and returns the exit code.
+
+    Usage errors exit with 2 (argparse's convention); errors in the data or the environment
+    (missing files, non-Parquet files, a failed measurement) print one line and return 1.
+    """
+    parser = _build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.run(args)
+    except BrokenPipeError:
+        # Whoever read stdout stopped early (`stoker inspect ... | head`): nothing to report, but
+        # stdout must not be flushed again at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except (OSError, ValueError) as exc:
+        print(f"stoker {args.command}: error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"stoker {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+def _build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stoker", description="Stoker: a Parquet data loader for ML training."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    _add_gen(commands)
+    _add_inspect(commands)
+    _add_bench(commands)
+    return parser
+
+
+def _add_gen(commands: argparse._SubParsersAction) -> None:
+    gen = commands.add_parser(
+        "gen",
+        help="write a synthetic Parquet dataset",
+        description="Write a deterministic synthetic Parquet dataset: the same options give "
+        "byte-identical files. Every preset has a row_id column numbering rows 0..N-1 in file "
+        "order and a float32 0/1 label (25%% positive).",
+    )
+    gen.add_argument("out", metavar="OUT", help="output directory (created if missing)")
+    gen.add_argument(
+        "--preset",
+        required=True,
+        choices=_gen.PRESETS,
+        help="criteo: 13 dense float32 + 26 skewed int64 ids; wide: --columns float32 features; "
+        "embeddings: item_id + two fixed-size float32 vectors of --list-size",
+    )
+    gen.add_argument("--rows", required=True, type=_positive_int, help="total rows")
+    gen.add_argument("--seed", type=_non_negative_int, default=0, help="default: %(default)s")
+    gen.add_argument(
+        "--files", type=_positive_int, default=1, help="files to split rows into (default: 1)"
+    )
+    gen.add_argument(
+        "--row-group-size",
+        type=_positive_int,
+        default=_gen.DEFAULT_ROW_GROUP_SIZE,
+        help="rows per row group (default: %(default)s)",
+    )
+    gen.add_argument(
+        "--compression", choices=_gen.COMPRESSIONS, default="snappy", help="default: snappy"
+    )
+    gen.add_argument(
+        "--columns",
+        type=_positive_int,
+        help=f"wide only: feature columns (default: {_gen.DEFAULT_WIDE_COLUMNS})",
+    )
+    gen.add_argument(
+        "--list-size",
+        type=_positive_int,
+        help=f"embeddings only: vector length (default: {_gen.DEFAULT_LIST_SIZE})",
+    )
+    gen.add_argument(
+        "--overwrite", action="store_true", help="replace part-*.parquet files already in OUT"
+    )
+    gen.set_defaults(run=_run_gen, usage_error=gen.error)
+
+
+def _run_gen(args: argparse.Namespace) -> int:
+    options = _gen.GenOptions(
+        preset=args.preset,
+        rows=args.rows,
+        seed=args.seed,
+        files=args.files,
+        row_group_size=args.row_group_size,
+        compression=args.compression,
+        columns=args.columns,
+        list_size=args.list_size,
+    )
+    _validate(options, args)
+    result = _gen.generate(args.out, options, overwrite=args.overwrite)
+    print(_gen.summary_line(args.out, result))
+    return 0
+
+
+def _add_inspect(commands: argparse._SubParsersAction) -> None:
+    inspect = commands.add_parser(
+        "inspect",
+        help="describe Parquet files from their footers",
+        description="Print each file's row groups, rows and compressed bytes, the totals and "
+        "the Arrow schema. Reads footers only.",
+    )
+    inspect.add_argument(
+        "sources",
+        metavar="SOURCE",
+        nargs="+",
+        help="a Parquet file, a directory (every *.parquet below it) or a glob pattern",
+    )
+    inspect.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    inspect.set_defaults(run=_run_inspect)
+
+
+def _run_inspect(args: argparse.Namespace) -> int:
+    report = _inspect.inspect_sources(args.sources)
+    if args.json:
+        print(json.dumps(_inspect.to_json(report), indent=2))
+    else:
+        print(_inspect.format_text(report))
+    return 0
+
+
+def _add_bench(commands: argparse._SubParsersAction) -> None:
+    bench = commands.add_parser(
+        "bench",
+        help="measure the loader against plain pyarrow reading",
+        description="Run the Stoker loader over SOURCE, then plain pyarrow reading the same "
+        "columns in file order (the decode floor), each in a fresh process, and compare "
+        "rows/s, MB/s, time to first batch, CPU time and peak memory.",
+    )
+    bench.add_argument("source", metavar="SOURCE", help="a Parquet file, directory or glob")
+    bench.add_argument("--columns", type=_column_list, help="comma-separated (default: all)")
+    bench.add_argument(
+        "--batch-size", type=_positive_int, default=4096, help="default: %(default)s"
+    )
+    bench.add_argument("--no-shuffle", dest="shuffle", action="store_false")
+    bench.add_argument("--seed", type=int, default=0, help="default: %(default)s")
+    bench.add_argument("--shuffle-window", type=int, help="default: the loader's")
+    bench.add_argument("--num-threads", type=int, help="default: the loader's")
+    bench.add_argument("--prefetch", type=int, help="default: the loader's")
+    bench.add_argument("--epochs", type=_positive_int, default=1, help="default: %(default)s")
+    bench.add_argument(
+        "--output", choices=_bench.OUTPUTS, default="numpy", help="default: %(default)s"
+    )
+    bench.add_argument("--json", action="store_true", help="print the results as JSON")
+    bench.add_argument(
+        "--skip-pyarrow", action="store_true", help="measure Stoker only, without the baseline"
+    )
+    bench.set_defaults(run=_run_bench, usage_error=bench.error)
+
+
+def _run_bench(args: argparse.Namespace) -> int:
+    options = _bench.BenchOptions(
+        source=args.source,
+        columns=args.columns,
+        batch_size=args.batch_size,
+        shuffle=args.shuffle,
+        seed=args.seed,
+        shuffle_window=args.shuffle_window,
+        num_threads=args.num_threads,
+        prefetch=args.prefetch,
+        epochs=args.epochs,
+        output=args.output,
+    )
+    _validate(options, args)
+    result = _bench.run_bench(options, pyarrow=not args.skip_pyarrow)
+    print(json.dumps(result, indent=2) if args.json else _bench.format_text(result))
+    return 0
+
+
+def _validate(options: _gen.GenOptions | _bench.BenchOptions, args: argparse.Namespace) -> None:
+    """Reports an invalid combination of options as a usage error (exit code 2)."""
+    try:
+        options.validate()
+    except ValueError as exc:
+        args.usage_error(str(exc))
+
+
+def _int_at_least(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+_positive_int = _int_at_least(1)
+_non_negative_int = _int_at_least(0)
+
+
+def _column_list(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"empty column name in {text!r}")
+    return names

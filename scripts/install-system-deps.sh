@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# Installs the Debian packages Stoker builds with, when any is missing: a C++20 compiler,
+# the Python venv module and GoogleTest for the C++ unit tests. Needs root (or sudo).
+set -euo pipefail
+
+packages=(g++ make python3-venv python3-dev libgtest-dev)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "installing system packages: ${missing[*]}"
+sudo_cmd=()
+[ "$(id -u)" -ne 0 ] && sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
