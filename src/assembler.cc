@@ -8,6 +8,7 @@
 #include <arrow/buffer.h>
 #include <arrow/builder.h>
 #include <arrow/compute/api_vector.h>
+#include <arrow/compute/exec.h>
 
 #include "stoker/column_types.h"
 
@@ -43,10 +44,10 @@ std::shared_ptr<arrow::ArrayData> WrapValues(const std::shared_ptr<arrow::DataTy
 
 arrow::Result<std::shared_ptr<arrow::ArrayData>> GatherFixedWidth(
     const std::shared_ptr<arrow::DataType>& type, int64_t row_bytes, const Gather& g,
-    const std::vector<const arrow::ArrayData*>& arrays) {
+    const std::vector<const arrow::ArrayData*>& arrays, arrow::MemoryPool* pool) {
   const auto n = static_cast<int64_t>(g.row.size());
   ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> buffer,
-                        arrow::AllocateBuffer(n * row_bytes));
+                        arrow::AllocateBuffer(n * row_bytes, pool));
   std::vector<const uint8_t*> bases(arrays.size());
   for (size_t u = 0; u < arrays.size(); ++u) bases[u] = GetFixedWidthValues(*arrays[u]).first;
   uint8_t* out = buffer->mutable_data();
@@ -65,7 +66,8 @@ arrow::Result<std::shared_ptr<arrow::ArrayData>> GatherFixedWidth(
 
 // Any type: take each unit's rows, concatenate, then restore the batch's row order.
 arrow::Result<std::shared_ptr<arrow::ArrayData>> GatherGeneric(
-    const Gather& g, const std::vector<const arrow::ArrayData*>& arrays) {
+    const Gather& g, const std::vector<const arrow::ArrayData*>& arrays, arrow::MemoryPool* pool) {
+  arrow::compute::ExecContext context(pool);
   const auto n = static_cast<int64_t>(g.row.size());
   std::vector<int64_t> start(arrays.size() + 1, 0);
   for (uint32_t u : g.unit) ++start[u + 1];
@@ -86,15 +88,18 @@ arrow::Result<std::shared_ptr<arrow::ArrayData>> GatherGeneric(
     ARROW_ASSIGN_OR_RAISE(auto piece,
                           arrow::compute::Take(*arrow::MakeArray(
                                                    std::make_shared<arrow::ArrayData>(*arrays[u])),
-                                               indices));
+                                               indices, arrow::compute::TakeOptions::Defaults(),
+                                               &context));
     pieces.push_back(std::move(piece));
   }
   std::shared_ptr<arrow::Array> grouped = pieces[0];
   if (pieces.size() > 1) {
-    ARROW_ASSIGN_OR_RAISE(grouped, arrow::Concatenate(pieces));
+    ARROW_ASSIGN_OR_RAISE(grouped, arrow::Concatenate(pieces, pool));
   }
   arrow::Int64Array reorder(n, arrow::Buffer::Wrap(order));
-  ARROW_ASSIGN_OR_RAISE(auto result, arrow::compute::Take(*grouped, reorder));
+  ARROW_ASSIGN_OR_RAISE(auto result,
+                        arrow::compute::Take(*grouped, reorder,
+                                             arrow::compute::TakeOptions::Defaults(), &context));
   return result->data();
 }
 
@@ -140,9 +145,9 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> Assembler::Assemble(
     auto layout = GetFixedWidthLayout(*type);
     std::shared_ptr<arrow::ArrayData> column;
     if (layout.ok() && !nulls) {
-      ARROW_ASSIGN_OR_RAISE(column, GatherFixedWidth(type, layout->row_bytes, g, arrays));
+      ARROW_ASSIGN_OR_RAISE(column, GatherFixedWidth(type, layout->row_bytes, g, arrays, pool_));
     } else {
-      ARROW_ASSIGN_OR_RAISE(column, GatherGeneric(g, arrays));
+      ARROW_ASSIGN_OR_RAISE(column, GatherGeneric(g, arrays, pool_));
     }
     columns.push_back(std::move(column));
   }

@@ -22,7 +22,8 @@ struct LoadedWindow {
 /// copy; other types (strings, nullable columns, bool) go through Arrow's take kernel.
 class Assembler {
  public:
-  explicit Assembler(std::shared_ptr<arrow::Schema> schema) : schema_(std::move(schema)) {}
+  Assembler(std::shared_ptr<arrow::Schema> schema, arrow::MemoryPool* pool)
+      : schema_(std::move(schema)), pool_(pool) {}
 
   /// Positions [begin, end) of the plan's sequence; `windows` are the consecutive windows
   /// from plan.WindowOf(begin) to plan.WindowOf(end - 1).
@@ -32,6 +33,7 @@ class Assembler {
 
  private:
   std::shared_ptr<arrow::Schema> schema_;
+  arrow::MemoryPool* pool_;
 };
 
 }  // namespace stoker

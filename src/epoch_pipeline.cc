@@ -11,12 +11,13 @@ EpochPipeline::EpochPipeline(std::shared_ptr<const Manifest> manifest, EpochPlan
                              const LoaderOptions& options, std::shared_ptr<Stats> stats)
     : manifest_(std::move(manifest)),
       plan_(std::move(plan)),
-      assembler_(manifest_->schema()),
+      pool_(options.ResolvedMemoryPool()),
+      assembler_(manifest_->schema(), pool_),
       output_(options.output),
       prefetch_(options.ResolvedPrefetch()),
       lookahead_(options.shuffle ? 1 : options.ResolvedThreads()),
       stats_(std::move(stats)),
-      pool_(options.ResolvedThreads()) {
+      workers_(options.ResolvedThreads()) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (plan_.num_batches() > 0) {
     next_window_ = WindowsOf(0).first;
@@ -31,7 +32,7 @@ EpochPipeline::~EpochPipeline() {
     cancelled_ = true;
   }
   ready_cv_.notify_all();
-  pool_.Shutdown();
+  workers_.Shutdown();
 }
 
 std::pair<int64_t, int64_t> EpochPipeline::WindowsOf(int64_t batch) const {
@@ -48,9 +49,9 @@ void EpochPipeline::ScheduleWindow(int64_t window) {
   slot.pending_units = w.num_units;
   for (int64_t i = 0; i < w.num_units; ++i) {
     const Unit& unit = manifest_->units()[plan_.unit_order()[w.first_unit + i]];
-    pool_.Submit(
+    workers_.Submit(
         [this, window, i, &unit] {
-          OnUnitRead(window, i, ReadUnit(*manifest_, unit, output_, stats_.get()));
+          OnUnitRead(window, i, ReadUnit(*manifest_, unit, output_, pool_, stats_.get()));
         },
         /*urgent=*/false);
   }
@@ -70,7 +71,7 @@ void EpochPipeline::Pump() {
     if (static_cast<int64_t>(needed.size()) != last - first + 1) break;
 
     const int64_t batch = next_assemble_++;
-    pool_.Submit(
+    workers_.Submit(
         [this, batch, needed = std::move(needed)] {
           const auto start = Stats::Clock::now();
           const auto [begin, end] = plan_.BatchRange(batch);

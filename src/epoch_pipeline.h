@@ -52,6 +52,7 @@ class EpochPipeline final : public BatchStream {
 
   const std::shared_ptr<const Manifest> manifest_;
   const EpochPlan plan_;
+  arrow::MemoryPool* const pool_;
   const Assembler assembler_;
   const OutputKind output_;
   const int64_t prefetch_;
@@ -71,7 +72,7 @@ class EpochPipeline final : public BatchStream {
   arrow::Status error_;
   bool cancelled_ = false;
 
-  TaskPool pool_;
+  TaskPool workers_;
 };
 
 }  // namespace stoker

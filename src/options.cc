@@ -55,4 +55,11 @@ int64_t LoaderOptions::ResolvedShuffleWindow() const {
   return shuffle_window > 0 ? shuffle_window : kDefaultShuffleWindowRows;
 }
 
+arrow::MemoryPool* LoaderOptions::ResolvedMemoryPool() const {
+  if (memory_pool != nullptr) return memory_pool;
+  arrow::MemoryPool* pool = nullptr;
+  if (arrow::jemalloc_memory_pool(&pool).ok()) return pool;
+  return arrow::default_memory_pool();
+}
+
 }  // namespace stoker

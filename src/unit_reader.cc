@@ -21,6 +21,7 @@ namespace {
 
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnitUnchecked(const Manifest& manifest,
                                                                      const Unit& unit,
+                                                                     arrow::MemoryPool* pool,
                                                                      Stats* stats) {
   const ManifestFile& file = manifest.files()[unit.file];
   const std::vector<int> row_groups{unit.row_group};
@@ -31,12 +32,12 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnitUnchecked(const Manif
   ARROW_ASSIGN_OR_RAISE(auto input, file.source.filesystem->OpenInputFile(file.source.path));
   BEGIN_PARQUET_CATCH_EXCEPTIONS
   auto parquet_reader = parquet::ParquetFileReader::Open(
-      input, parquet::default_reader_properties(), file.metadata);
+      input, parquet::ReaderProperties(pool), file.metadata);
   ARROW_ASSIGN_OR_RAISE(auto ranges,
                         parquet_reader->GetReadRanges(row_groups, file.leaf_columns));
   int64_t bytes = 0;
   for (const auto& range : ranges) bytes += range.length;
-  parquet_reader->PreBuffer(row_groups, file.leaf_columns, arrow::io::IOContext(),
+  parquet_reader->PreBuffer(row_groups, file.leaf_columns, arrow::io::IOContext(pool),
                             arrow::io::CacheOptions::Defaults());
   ARROW_RETURN_NOT_OK(parquet_reader->WhenBuffered(row_groups, file.leaf_columns).status());
   fetched = Stats::Clock::now();
@@ -46,7 +47,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnitUnchecked(const Manif
   properties.set_use_threads(false);  // parallelism is across units, in our pool
   properties.set_pre_buffer(false);   // done above, so fetch and decode are timed apart
   ARROW_ASSIGN_OR_RAISE(auto reader,
-                        parquet::arrow::FileReader::Make(arrow::default_memory_pool(),
+                        parquet::arrow::FileReader::Make(pool,
                                                          std::move(parquet_reader), properties));
   ARROW_ASSIGN_OR_RAISE(table, reader->ReadRowGroup(unit.row_group, file.leaf_columns));
   END_PARQUET_CATCH_EXCEPTIONS
@@ -62,7 +63,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnitUnchecked(const Manif
     columns.push_back(std::move(column));
   }
   table = arrow::Table::Make(manifest.schema(), std::move(columns), table->num_rows());
-  ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch());
+  ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch(pool));
   stats->AddDecode(Stats::Clock::now() - fetched);
   if (batch->num_rows() != unit.num_rows) {
     return arrow::Status::Invalid("decoded ", batch->num_rows(), " rows but the footer says ",
@@ -75,12 +76,13 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnitUnchecked(const Manif
 
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnit(const Manifest& manifest,
                                                             const Unit& unit, OutputKind output,
+                                                            arrow::MemoryPool* pool,
                                                             Stats* stats) {
   const std::string where = "'" + manifest.files()[unit.file].source.path + "' (row group " +
                             std::to_string(unit.row_group) + ")";
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> result;
   try {
-    result = ReadUnitUnchecked(manifest, unit, stats);
+    result = ReadUnitUnchecked(manifest, unit, pool, stats);
   } catch (const std::exception& e) {  // e.g. bad_alloc from a corrupt length field
     result = arrow::Status::IOError(e.what());
   }

@@ -18,6 +18,7 @@ namespace stoker {
 /// it returns (DESIGN.md, pre_buffer).
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnit(const Manifest& manifest,
                                                             const Unit& unit, OutputKind output,
+                                                            arrow::MemoryPool* pool,
                                                             Stats* stats);
 
 }  // namespace stoker
