@@ -50,7 +50,7 @@ test-python: build
 test: test-cpp test-python
 
 demo: build
-	$(VENV)/bin/stoker gen $(DEMO_DIR) --preset criteo --rows $(DEMO_ROWS) --files 4
+	$(VENV)/bin/stoker gen $(DEMO_DIR) --preset criteo --rows $(DEMO_ROWS) --files 4 --overwrite
 	$(VENV)/bin/stoker bench $(DEMO_DIR) --batch-size 4096
 
 bench: build

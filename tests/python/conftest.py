@@ -1,0 +1,47 @@
+"""Shared fixtures: small real datasets written once per test session."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from stoker import _gen
+
+ROWS = 20_000
+
+
+@pytest.fixture(scope="session")
+def criteo(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A criteo-preset dataset: 4 files, row groups of 1,500 rows (uneven across files)."""
+    out = tmp_path_factory.mktemp("criteo")
+    _gen.generate(out, _gen.GenOptions(preset="criteo", rows=ROWS, files=4, row_group_size=1500),
+                  progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def embeddings(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("embeddings")
+    _gen.generate(out, _gen.GenOptions(preset="embeddings", rows=3000, files=2,
+                                       row_group_size=700, list_size=8), progress=False)
+    return out
+
+
+@pytest.fixture(scope="session")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One file with strings, bools, a nullable column and a timestamp."""
+    out = tmp_path_factory.mktemp("mixed")
+    n = 1000
+    ids = np.arange(n, dtype=np.int64)
+    table = pa.table({
+        "row_id": ids,
+        "name": pa.array([f"row{i}" for i in ids]),
+        "flag": pa.array(ids % 3 == 0),
+        "maybe": pa.array([None if i % 5 == 0 else float(i) for i in ids], pa.float64()),
+        "ts": pa.array(ids * 1000, pa.timestamp("us")),
+    })
+    pq.write_table(table, out / "mixed.parquet", row_group_size=300)
+    return out
