@@ -2,7 +2,6 @@
 # included) into .venv at the repository root.
 #   make demo   set up, build, generate a demo dataset, benchmark it
 #   make test   set up, build, run the C++ (ctest) and Python (pytest) tests
-#   make bench  the benchmark harness against peer loaders (slow; not part of test)
 
 PYTHON   ?= python3
 VENV     := .venv
@@ -14,7 +13,7 @@ SYSDEPS  := build/.system-deps-installed
 DEMO_DIR := demo-data/criteo
 DEMO_ROWS ?= 2000000
 
-.PHONY: all setup build build-cpp test test-cpp test-python demo bench lint clean
+.PHONY: all setup build build-cpp test test-cpp test-python demo lint clean
 
 all: build
 
@@ -53,11 +52,8 @@ demo: build
 	$(VENV)/bin/stoker gen $(DEMO_DIR) --preset criteo --rows $(DEMO_ROWS) --files 4 --overwrite
 	$(VENV)/bin/stoker bench $(DEMO_DIR) --batch-size 4096
 
-bench: build
-	$(PY) benchmarks/run.py
-
 lint: $(DEPS)
-	$(VENV)/bin/ruff check python tests benchmarks
+	$(VENV)/bin/ruff check python tests
 
 clean:
 	rm -rf build demo-data
