@@ -19,7 +19,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import stoker
-
 from conftest import ROWS
 
 COLUMNS = ["row_id", "label", "I1", "C1"]
@@ -246,15 +245,15 @@ def test_break_and_delete_mid_epoch_stop_the_workers(criteo: Path) -> None:
 
 def test_exception_in_training_loop_leaves_loader_usable(criteo: Path) -> None:
     loader = stoker.Loader(criteo, columns=["row_id"], batch_size=1000, seed=3)
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(RuntimeError, match="training step failed"):
         for _ in loader:
-            1 / 0
+            raise RuntimeError("training step failed")
     assert len(row_ids(epoch(loader))) == ROWS
 
 
 def run_script(script: str, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True,
-                          text=True, timeout=120, **kwargs)
+                          text=True, timeout=120, check=False, **kwargs)
 
 
 def test_interpreter_exit_mid_epoch_is_clean(criteo: Path) -> None:
@@ -316,7 +315,7 @@ def test_not_parquet_names_the_file(tmp_path: Path) -> None:
 
 
 def test_truncated_file_names_the_file(tmp_path: Path, criteo: Path) -> None:
-    source = sorted(criteo.glob("*.parquet"))[0]
+    source = min(criteo.glob("*.parquet"))
     data = source.read_bytes()
     (tmp_path / "cut.parquet").write_bytes(data[: len(data) // 2])
     with pytest.raises(ValueError, match="cut.parquet"):
@@ -326,7 +325,7 @@ def test_truncated_file_names_the_file(tmp_path: Path, criteo: Path) -> None:
 def test_truncated_data_pages_fail_mid_epoch_naming_file_and_row_group(tmp_path: Path,
                                                                        criteo: Path) -> None:
     # Footer intact, a data page overwritten: the error surfaces when the row group is read.
-    source = sorted(criteo.glob("*.parquet"))[0]
+    source = min(criteo.glob("*.parquet"))
     data = bytearray(source.read_bytes())
     data[100:40_000] = bytes(39_900)
     (tmp_path / "rotten.parquet").write_bytes(bytes(data))
@@ -417,8 +416,8 @@ def test_stats_count_what_was_delivered(criteo: Path) -> None:
     stats = loader.stats()
     assert stats["rows"] == ROWS
     assert stats["batches"] == ROWS // 1000
-    assert stats["units_read"] == len(pq.ParquetDataset(criteo).fragments) * 0 + sum(
-        pq.ParquetFile(f).metadata.num_row_groups for f in sorted(criteo.glob("*.parquet")))
+    assert stats["units_read"] == sum(
+        pq.ParquetFile(f).metadata.num_row_groups for f in criteo.glob("*.parquet"))
     assert stats["bytes_read"] > 0
     for key in ("read_seconds", "decode_seconds", "assemble_seconds", "wait_seconds"):
         assert stats[key] >= 0
