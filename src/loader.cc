@@ -6,6 +6,7 @@
 #include <arrow/compute/initialize.h>
 
 #include "epoch_pipeline.h"
+#include "stoker/error.h"
 
 namespace stoker {
 
@@ -32,7 +33,7 @@ Loader::Loader(LoaderOptions options, std::shared_ptr<const Manifest> manifest)
 arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
   ARROW_RETURN_NOT_OK(options.Validate());
   ARROW_RETURN_NOT_OK(EnsureComputeInitialized());
-  ARROW_ASSIGN_OR_RAISE(auto manifest, Manifest::Make(options));
+  ARROW_ASSIGN_OR_RAISE(auto manifest, CatchAll([&] { return Manifest::Make(options); }));
   return std::shared_ptr<Loader>(new Loader(std::move(options), std::move(manifest)));
 }
 

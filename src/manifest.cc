@@ -91,6 +91,36 @@ arrow::Status CheckNoNullsByStatistics(const ManifestFile& file) {
   return arrow::Status::OK();
 }
 
+// Checks a file's column chunks and appends its non-empty row groups as units. Reads column
+// metadata, which Parquet decodes lazily and may throw on.
+arrow::Status AddUnits(const LoaderOptions& options, size_t i, const ManifestFile& file,
+                       std::vector<Unit>* units, int64_t* num_rows, Digest* fingerprint) {
+  if (options.output == OutputKind::kTensor) {
+    ARROW_RETURN_NOT_OK(CheckNoNullsByStatistics(file));
+  }
+
+  fingerprint->Add(file.source.path);
+  fingerprint->Add(static_cast<uint64_t>(file.source.size));
+  fingerprint->Add(static_cast<uint64_t>(file.source.mtime_ns));
+  const auto& metadata = *file.metadata;
+  fingerprint->Add(static_cast<uint64_t>(metadata.num_row_groups()));
+  for (int rg = 0; rg < metadata.num_row_groups(); ++rg) {
+    auto row_group = metadata.RowGroup(rg);
+    fingerprint->Add(static_cast<uint64_t>(row_group->num_rows()));
+    if (row_group->num_rows() <= 0) continue;
+    Unit unit;
+    unit.file = static_cast<int32_t>(i);
+    unit.row_group = rg;
+    unit.num_rows = row_group->num_rows();
+    for (int leaf : file.leaf_columns) {
+      unit.bytes += row_group->ColumnChunk(leaf)->total_compressed_size();
+    }
+    units->push_back(unit);
+    *num_rows += unit.num_rows;
+  }
+  return arrow::Status::OK();
+}
+
 }  // namespace
 
 arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const LoaderOptions& options) {
@@ -101,7 +131,7 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const LoaderOptions& opt
   ARROW_RETURN_NOT_OK(arrow::internal::ParallelFor(
       static_cast<int>(sources.size()),
       [&](int i) {
-        footers[i] = ReadFooter(sources[i]);
+        footers[i] = CatchAll([&] { return ReadFooter(sources[i]); });
         return arrow::Status::OK();
       },
       arrow::io::default_io_context().executor()));
@@ -124,7 +154,7 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const LoaderOptions& opt
     ARROW_ASSIGN_OR_RAISE(int index, FindColumn(*first.schema, name, first_path));
     fields.push_back(first.schema->field(index));
     if (options.output == OutputKind::kTensor) {
-      ARROW_RETURN_NOT_OK(CheckTensorType(*fields.back()));
+      ARROW_RETURN_NOT_OK(WithContext(CheckTensorType(*fields.back()), "'" + first_path + "'"));
     }
   }
   manifest->schema_ = arrow::schema(fields);
@@ -157,29 +187,14 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const LoaderOptions& opt
       }
       CollectLeaves(footer.schema_manifest.schema_fields[*found], &file.leaf_columns);
     }
-    if (options.output == OutputKind::kTensor) {
-      ARROW_RETURN_NOT_OK(CheckNoNullsByStatistics(file));
-    }
-
-    fingerprint.Add(file.source.path);
-    fingerprint.Add(static_cast<uint64_t>(file.source.size));
-    fingerprint.Add(static_cast<uint64_t>(file.source.mtime_ns));
-    const auto& metadata = *file.metadata;
-    fingerprint.Add(static_cast<uint64_t>(metadata.num_row_groups()));
-    for (int rg = 0; rg < metadata.num_row_groups(); ++rg) {
-      auto row_group = metadata.RowGroup(rg);
-      fingerprint.Add(static_cast<uint64_t>(row_group->num_rows()));
-      if (row_group->num_rows() <= 0) continue;
-      Unit unit;
-      unit.file = static_cast<int32_t>(i);
-      unit.row_group = rg;
-      unit.num_rows = row_group->num_rows();
-      for (int leaf : file.leaf_columns) {
-        unit.bytes += row_group->ColumnChunk(leaf)->total_compressed_size();
-      }
-      manifest->units_.push_back(unit);
-      manifest->num_rows_ += unit.num_rows;
-    }
+    // Column metadata is decoded lazily and may throw (encrypted columns, corrupt footers).
+    ARROW_RETURN_NOT_OK(WithContext(
+        CatchAll([&]() -> arrow::Status {
+          BEGIN_PARQUET_CATCH_EXCEPTIONS
+          return AddUnits(options, i, file, &manifest->units_, &manifest->num_rows_, &fingerprint);
+          END_PARQUET_CATCH_EXCEPTIONS
+        }),
+        "'" + file.source.path + "' could not be read as Parquet"));
     manifest->files_.push_back(std::move(file));
   }
   manifest->fingerprint_ = fingerprint.Hex();

@@ -1,7 +1,6 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #include "unit_reader.h"
 
-#include <exception>
 
 #include <arrow/array.h>
 #include <arrow/io/caching.h>
@@ -80,13 +79,14 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnit(const Manifest& mani
                                                             Stats* stats) {
   const std::string where = "'" + manifest.files()[unit.file].source.path + "' (row group " +
                             std::to_string(unit.row_group) + ")";
-  arrow::Result<std::shared_ptr<arrow::RecordBatch>> result;
-  try {
-    result = ReadUnitUnchecked(manifest, unit, pool, stats);
-  } catch (const std::exception& e) {  // e.g. bad_alloc from a corrupt length field
-    result = arrow::Status::IOError(e.what());
+  auto result = CatchAll([&] { return ReadUnitUnchecked(manifest, unit, pool, stats); });
+  if (!result.ok()) {
+    auto status = result.status();
+    // A feature Parquet C++ lacks (e.g. a nested column chunk over 2 GiB) is a property of
+    // this file the user must act on, like any other unreadable data.
+    if (status.IsNotImplemented()) status = arrow::Status::IOError(status.message());
+    return WithContext(status, "reading " + where);
   }
-  if (!result.ok()) return WithContext(result.status(), "reading " + where);
   const auto& batch = *result;
   if (output == OutputKind::kTensor) {
     for (int i = 0; i < batch->num_columns(); ++i) {

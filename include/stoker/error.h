@@ -1,6 +1,7 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
+#include <exception>
 #include <memory>
 #include <string>
 #include <utility>
@@ -30,5 +31,17 @@ bool IsNotFound(const arrow::Status& status);
 
 /// Prefixes a non-OK status's message with context (a file, a column), keeping its code.
 arrow::Status WithContext(const arrow::Status& status, const std::string& context);
+
+/// Runs `body` (returning Status or Result), turning any C++ exception that escapes it (a
+/// library's, or bad_alloc from a corrupt length) into an IOError, so none crosses a module
+/// boundary.
+template <typename Body>
+auto CatchAll(Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    return arrow::Status::IOError(e.what());
+  }
+}
 
 }  // namespace stoker

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import faulthandler
 import json
+import struct
 import sys
 import traceback
 
@@ -51,8 +52,11 @@ def read_reference(path: str):
 def reference_info(table, exc) -> dict:
     if exc is not None:
         return {"reference": f"error: {type(exc).__name__}: {exc}"}
-    return {"reference": "ok", "reference_rows": table.num_rows,
-            "reference_schema": str(table.schema.remove_metadata())}
+    return {
+        "reference": "ok",
+        "reference_rows": table.num_rows,
+        "reference_schema": str(table.schema.remove_metadata()),
+    }
 
 
 def load_stoker(path: str, output: str):
@@ -60,8 +64,9 @@ def load_stoker(path: str, output: str):
     import stoker
 
     stage(f"stoker.Loader(output={output!r}) construction")
-    loader = stoker.Loader(path, batch_size=BATCH_SIZE, shuffle=False, seed=0,
-                           num_threads=NUM_THREADS, output=output)
+    loader = stoker.Loader(
+        path, batch_size=BATCH_SIZE, shuffle=False, seed=0, num_threads=NUM_THREADS, output=output
+    )
     batches = []
     for i, batch in enumerate(loader):
         stage(f"stoker batch {i} received")
@@ -73,11 +78,33 @@ def load_stoker(path: str, output: str):
 def check_batch_sizes(sizes: list[int], total: int, expected_batches: int) -> str | None:
     if sum(sizes) != total:
         return f"stoker delivered {sum(sizes)} rows, pyarrow reads {total}"
-    if any(size != BATCH_SIZE for size in sizes[:-1]) or (sizes and not 0 < sizes[-1] <= BATCH_SIZE):
+    if any(size != BATCH_SIZE for size in sizes[:-1]) or (
+        sizes and not 0 < sizes[-1] <= BATCH_SIZE
+    ):
         return f"batch sizes {sizes} are not {BATCH_SIZE} except a short last one"
     if len(sizes) != expected_batches:
         return f"len(loader) is {expected_batches} but {len(sizes)} batches came"
     return None
+
+
+def _bitwise(value):
+    """A value of to_pylist() with every float replaced by its bits, so NaN equals NaN."""
+    if isinstance(value, float):
+        return ("float", struct.pack("<d", value))
+    if isinstance(value, (list, tuple)):
+        return tuple(_bitwise(v) for v in value)
+    if isinstance(value, dict):
+        return tuple((k, _bitwise(v)) for k, v in value.items())
+    return value
+
+
+def columns_equal(got, want) -> bool:
+    """ChunkedArray.equals, with NaN equal to NaN. Arrow's equals says NaN != NaN, so a column
+    holding a NaN is not even equal to itself; when equals fails, the values are compared
+    again through Python with every float compared bit for bit."""
+    if got.type != want.type or len(got) != len(want):
+        return False
+    return got.equals(want) or _bitwise(got.to_pylist()) == _bitwise(want.to_pylist())
 
 
 def probe_arrow(path: str) -> dict:
@@ -94,19 +121,28 @@ def probe_arrow(path: str) -> dict:
     result["stoker_rows"] = sum(b.num_rows for b in batches)
     result["stoker_schema"] = str(loader.schema.remove_metadata())
     if exc is not None:
-        return {"status": "mismatch", **result,
-                "detail": "stoker loaded the file but pyarrow cannot read it"}
+        return {
+            "status": "mismatch",
+            **result,
+            "detail": "stoker loaded the file but pyarrow cannot read it",
+        }
 
     stage("comparing with pyarrow")
     expected_schema = table.schema.remove_metadata()
     if not loader.schema.remove_metadata().equals(expected_schema, check_metadata=False):
-        return {"status": "mismatch", **result,
-                "detail": f"loader.schema differs:\n  stoker:  {loader.schema}\n"
-                          f"  pyarrow: {expected_schema}"}
+        return {
+            "status": "mismatch",
+            **result,
+            "detail": f"loader.schema differs:\n  stoker:  {loader.schema}\n"
+            f"  pyarrow: {expected_schema}",
+        }
     for i, batch in enumerate(batches):
         if not batch.schema.equals(loader.schema, check_metadata=False):
-            return {"status": "mismatch", **result,
-                    "detail": f"batch {i} schema {batch.schema} differs from loader.schema"}
+            return {
+                "status": "mismatch",
+                **result,
+                "detail": f"batch {i} schema {batch.schema} differs from loader.schema",
+            }
     problem = check_batch_sizes([b.num_rows for b in batches], table.num_rows, len(loader))
     if problem:
         return {"status": "mismatch", **result, "detail": problem}
@@ -114,14 +150,22 @@ def probe_arrow(path: str) -> dict:
     got = pa.Table.from_batches(batches, schema=loader.schema).combine_chunks()
     want = table.combine_chunks()
     if got.num_rows != want.num_rows:
-        return {"status": "mismatch", **result,
-                "detail": f"{got.num_rows} rows from stoker, {want.num_rows} from pyarrow"}
+        return {
+            "status": "mismatch",
+            **result,
+            "detail": f"{got.num_rows} rows from stoker, {want.num_rows} from pyarrow",
+        }
     for name, got_col, want_col in zip(want.column_names, got.columns, want.columns):
-        if not got_col.equals(want_col):
-            return {"status": "mismatch", **result,
-                    "detail": f"column {name!r} differs:\n  stoker:  {got_col.to_string()[:400]}"
-                              f"\n  pyarrow: {want_col.to_string()[:400]}"}
-    if not got.equals(want):
+        if not columns_equal(got_col, want_col):
+            return {
+                "status": "mismatch",
+                **result,
+                "detail": f"column {name!r} differs:\n  stoker:  {got_col.to_string()[:400]}"
+                f"\n  pyarrow: {want_col.to_string()[:400]}",
+            }
+    if not got.equals(want) and not all(
+        columns_equal(g, w) for g, w in zip(got.columns, want.columns)
+    ):
         return {"status": "mismatch", **result, "detail": "tables differ (Table.equals)"}
     return {"status": "ok", **result}
 
@@ -134,8 +178,9 @@ def numpy_eligible(table) -> bool:
     def ok_type(t: pa.DataType) -> bool:
         if pt.is_integer(t) or pt.is_floating(t) or pt.is_boolean(t):
             return True
-        return pt.is_fixed_size_list(t) and not pt.is_boolean(t.value_type) and ok_type(
-            t.value_type)
+        return (
+            pt.is_fixed_size_list(t) and not pt.is_boolean(t.value_type) and ok_type(t.value_type)
+        )
 
     def has_nulls(arr) -> bool:
         if arr.null_count:
@@ -144,7 +189,8 @@ def numpy_eligible(table) -> bool:
 
     return table.num_columns > 0 and all(
         ok_type(col.type) and not any(has_nulls(chunk) for chunk in col.chunks)
-        for col in table.columns)
+        for col in table.columns
+    )
 
 
 def to_numpy_reference(column):
@@ -171,38 +217,59 @@ def probe_numpy(path: str) -> dict:
     except Exception as exc2:  # noqa: BLE001 - reported to the parent, which judges it
         return {"status": "error", **result, **describe(exc2)}
     if exc is not None:
-        return {"status": "mismatch", **result,
-                "detail": "stoker loaded the file but pyarrow cannot read it"}
+        return {
+            "status": "mismatch",
+            **result,
+            "detail": "stoker loaded the file but pyarrow cannot read it",
+        }
 
     stage("comparing with pyarrow to_numpy")
     for i, batch in enumerate(batches):
         if not isinstance(batch, dict) or list(batch) != table.column_names:
-            return {"status": "mismatch", **result,
-                    "detail": f"batch {i} is not a dict of the columns {table.column_names}: "
-                              f"{type(batch).__name__} {list(batch)[:20]}"}
+            return {
+                "status": "mismatch",
+                **result,
+                "detail": f"batch {i} is not a dict of the columns {table.column_names}: "
+                f"{type(batch).__name__} {list(batch)[:20]}",
+            }
         bad = [k for k, v in batch.items() if not isinstance(v, np.ndarray)]
         if bad:
-            return {"status": "mismatch", **result,
-                    "detail": f"batch {i}: columns {bad} are not numpy arrays"}
+            return {
+                "status": "mismatch",
+                **result,
+                "detail": f"batch {i}: columns {bad} are not numpy arrays",
+            }
     sizes = [len(next(iter(b.values()))) if b else 0 for b in batches]
     problem = check_batch_sizes(sizes, table.num_rows, len(loader))
     if problem:
         return {"status": "mismatch", **result, "detail": problem}
     for name, column in zip(table.column_names, table.columns):
         want = to_numpy_reference(column)
-        got = (np.concatenate([b[name] for b in batches]) if batches
-               else np.empty(want.shape, want.dtype))
+        got = (
+            np.concatenate([b[name] for b in batches])
+            if batches
+            else np.empty(want.shape, want.dtype)
+        )
         if got.dtype != want.dtype or got.shape != want.shape:
-            return {"status": "mismatch", **result,
-                    "detail": f"column {name!r}: stoker gives {got.dtype}{got.shape}, "
-                              f"pyarrow to_numpy {want.dtype}{want.shape}"}
+            return {
+                "status": "mismatch",
+                **result,
+                "detail": f"column {name!r}: stoker gives {got.dtype}{got.shape}, "
+                f"pyarrow to_numpy {want.dtype}{want.shape}",
+            }
         # Bitwise: NaN payloads and signed zeros must survive too.
         if np.ascontiguousarray(got).tobytes() != np.ascontiguousarray(want).tobytes():
-            first = next(i for i in range(len(got)) if
-                         np.asarray(got[i]).tobytes() != np.asarray(want[i]).tobytes())
-            return {"status": "mismatch", **result,
-                    "detail": f"column {name!r} differs first at row {first}: "
-                              f"stoker {got[first]!r}, pyarrow {want[first]!r}"}
+            first = next(
+                i
+                for i in range(len(got))
+                if np.asarray(got[i]).tobytes() != np.asarray(want[i]).tobytes()
+            )
+            return {
+                "status": "mismatch",
+                **result,
+                "detail": f"column {name!r} differs first at row {first}: "
+                f"stoker {got[first]!r}, pyarrow {want[first]!r}",
+            }
     return {"status": "ok", **result}
 
 
