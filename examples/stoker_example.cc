@@ -5,10 +5,10 @@
 //
 //   stoker_example DATASET [BATCH_SIZE]
 
+#include <arrow/compute/initialize.h>
+
 #include <cstdlib>
 #include <iostream>
-
-#include <arrow/compute/initialize.h>
 
 #include "stoker/api.h"
 

@@ -1,14 +1,14 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #include "assembler.h"
 
-#include <cstring>
-
 #include <arrow/array.h>
 #include <arrow/array/concatenate.h>
 #include <arrow/buffer.h>
 #include <arrow/builder.h>
 #include <arrow/compute/api_vector.h>
 #include <arrow/compute/exec.h>
+
+#include <cstring>
 
 #include "stoker/column_types.h"
 
@@ -52,10 +52,18 @@ arrow::Result<std::shared_ptr<arrow::ArrayData>> GatherFixedWidth(
   for (size_t u = 0; u < arrays.size(); ++u) bases[u] = GetFixedWidthValues(*arrays[u]).first;
   uint8_t* out = buffer->mutable_data();
   switch (row_bytes) {
-    case 1: CopyRows<uint8_t>(g, bases, out); break;
-    case 2: CopyRows<uint16_t>(g, bases, out); break;
-    case 4: CopyRows<uint32_t>(g, bases, out); break;
-    case 8: CopyRows<uint64_t>(g, bases, out); break;
+    case 1:
+      CopyRows<uint8_t>(g, bases, out);
+      break;
+    case 2:
+      CopyRows<uint16_t>(g, bases, out);
+      break;
+    case 4:
+      CopyRows<uint32_t>(g, bases, out);
+      break;
+    case 8:
+      CopyRows<uint64_t>(g, bases, out);
+      break;
     default:
       for (int64_t i = 0; i < n; ++i) {
         std::memcpy(out + i * row_bytes, bases[g.unit[i]] + g.row[i] * row_bytes, row_bytes);
@@ -82,14 +90,13 @@ arrow::Result<std::shared_ptr<arrow::ArrayData>> GatherGeneric(
   arrow::ArrayVector pieces;
   for (size_t u = 0; u < arrays.size(); ++u) {
     if (start[u + 1] == start[u]) continue;
-    arrow::Int64Array indices(start[u + 1] - start[u], arrow::Buffer::Wrap(
-                                                           by_unit.data() + start[u],
-                                                           start[u + 1] - start[u]));
-    ARROW_ASSIGN_OR_RAISE(auto piece,
-                          arrow::compute::Take(*arrow::MakeArray(
-                                                   std::make_shared<arrow::ArrayData>(*arrays[u])),
-                                               indices, arrow::compute::TakeOptions::Defaults(),
-                                               &context));
+    arrow::Int64Array indices(
+        start[u + 1] - start[u],
+        arrow::Buffer::Wrap(by_unit.data() + start[u], start[u + 1] - start[u]));
+    ARROW_ASSIGN_OR_RAISE(
+        auto piece,
+        arrow::compute::Take(*arrow::MakeArray(std::make_shared<arrow::ArrayData>(*arrays[u])),
+                             indices, arrow::compute::TakeOptions::Defaults(), &context));
     pieces.push_back(std::move(piece));
   }
   std::shared_ptr<arrow::Array> grouped = pieces[0];
@@ -97,9 +104,9 @@ arrow::Result<std::shared_ptr<arrow::ArrayData>> GatherGeneric(
     ARROW_ASSIGN_OR_RAISE(grouped, arrow::Concatenate(pieces, pool));
   }
   arrow::Int64Array reorder(n, arrow::Buffer::Wrap(order));
-  ARROW_ASSIGN_OR_RAISE(auto result,
-                        arrow::compute::Take(*grouped, reorder,
-                                             arrow::compute::TakeOptions::Defaults(), &context));
+  ARROW_ASSIGN_OR_RAISE(
+      auto result,
+      arrow::compute::Take(*grouped, reorder, arrow::compute::TakeOptions::Defaults(), &context));
   return result->data();
 }
 

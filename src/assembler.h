@@ -1,11 +1,11 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
-#include <memory>
-#include <vector>
-
 #include <arrow/record_batch.h>
 #include <arrow/result.h>
+
+#include <memory>
+#include <vector>
 
 #include "stoker/plan.h"
 

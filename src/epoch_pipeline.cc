@@ -81,9 +81,8 @@ void EpochPipeline::Pump() {
         },
         /*urgent=*/true);
     // Windows before the next batch's first are held only by the tasks that still use them.
-    const int64_t keep_from = next_assemble_ < plan_.num_batches()
-                                  ? WindowsOf(next_assemble_).first
-                                  : last_window_ + 1;
+    const int64_t keep_from =
+        next_assemble_ < plan_.num_batches() ? WindowsOf(next_assemble_).first : last_window_ + 1;
     windows_.erase(windows_.begin(), windows_.lower_bound(keep_from));
   }
   if (next_assemble_ < plan_.num_batches()) {
@@ -120,8 +119,8 @@ void EpochPipeline::OnBatchAssembled(int64_t batch,
 }
 
 bool EpochPipeline::Deliverable() const {
-  return next_deliver_ >= plan_.num_batches() || ready_.count(next_deliver_) > 0 ||
-         !error_.ok() || cancelled_;
+  return next_deliver_ >= plan_.num_batches() || ready_.count(next_deliver_) > 0 || !error_.ok() ||
+         cancelled_;
 }
 
 bool EpochPipeline::WaitReady(std::chrono::milliseconds timeout) {

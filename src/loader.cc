@@ -1,9 +1,9 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #include "stoker/loader.h"
 
-#include <mutex>
-
 #include <arrow/compute/initialize.h>
+
+#include <mutex>
 
 #include "epoch_pipeline.h"
 #include "stoker/error.h"

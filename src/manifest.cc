@@ -1,8 +1,6 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #include "stoker/manifest.h"
 
-#include <set>
-
 #include <arrow/io/interfaces.h>
 #include <arrow/util/parallel.h>
 #include <parquet/arrow/reader.h>
@@ -10,6 +8,8 @@
 #include <parquet/exception.h>
 #include <parquet/file_reader.h>
 #include <parquet/statistics.h>
+
+#include <set>
 
 #include "stoker/column_types.h"
 #include "stoker/digest.h"
@@ -66,8 +66,8 @@ arrow::Result<int> FindColumn(const arrow::Schema& schema, const std::string& na
     return arrow::Status::KeyError("column '", name, "' not found in '", path,
                                    "'; available columns: ", JoinNames(schema));
   }
-  return arrow::Status::Invalid("column '", name, "' appears ", indices.size(),
-                                " times in '", path, "'");
+  return arrow::Status::Invalid("column '", name, "' appears ", indices.size(), " times in '", path,
+                                "'");
 }
 
 // Rejects column chunks whose statistics prove they hold nulls, before any data is read.
@@ -82,8 +82,8 @@ arrow::Status CheckNoNullsByStatistics(const ManifestFile& file) {
       const auto* descr = metadata.schema()->Column(leaf);
       const std::string column = descr->path()->ToDotVector().front();
       return arrow::Status::Invalid(
-          "column '", column, "' has ", stats->null_count(), " null values in '",
-          file.source.path, "' (row group ", rg,
+          "column '", column, "' has ", stats->null_count(), " null values in '", file.source.path,
+          "' (row group ", rg,
           "); numpy/torch output cannot hold nulls and Stoker does not fill them silently: "
           "read it with output=\"arrow\", or leave it out of columns");
     }
@@ -166,11 +166,10 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const LoaderOptions& opt
     file.source = sources[i];
     file.metadata = footer.metadata;
     if (options.columns.empty() && footer.schema->num_fields() != first.schema->num_fields()) {
-      return arrow::Status::Invalid("files disagree on their columns: '", first_path,
-                                    "' has ", first.schema->num_fields(), " (",
-                                    JoinNames(*first.schema), ") but '", file.source.path,
-                                    "' has ", footer.schema->num_fields(), " (",
-                                    JoinNames(*footer.schema), ")");
+      return arrow::Status::Invalid(
+          "files disagree on their columns: '", first_path, "' has ", first.schema->num_fields(),
+          " (", JoinNames(*first.schema), ") but '", file.source.path, "' has ",
+          footer.schema->num_fields(), " (", JoinNames(*footer.schema), ")");
     }
     for (const auto& field : fields) {
       auto found = FindColumn(*footer.schema, field->name(), file.source.path);
@@ -181,20 +180,19 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const LoaderOptions& opt
       const auto& other = footer.schema->field(*found);
       if (!other->type()->Equals(*field->type())) {
         return arrow::Status::Invalid("files disagree on column '", field->name(), "': it is ",
-                                      field->type()->ToString(), " in '", first_path,
-                                      "' but ", other->type()->ToString(), " in '",
-                                      file.source.path, "'");
+                                      field->type()->ToString(), " in '", first_path, "' but ",
+                                      other->type()->ToString(), " in '", file.source.path, "'");
       }
       CollectLeaves(footer.schema_manifest.schema_fields[*found], &file.leaf_columns);
     }
     // Column metadata is decoded lazily and may throw (encrypted columns, corrupt footers).
-    ARROW_RETURN_NOT_OK(WithContext(
-        CatchAll([&]() -> arrow::Status {
-          BEGIN_PARQUET_CATCH_EXCEPTIONS
-          return AddUnits(options, i, file, &manifest->units_, &manifest->num_rows_, &fingerprint);
-          END_PARQUET_CATCH_EXCEPTIONS
-        }),
-        "'" + file.source.path + "' could not be read as Parquet"));
+    ARROW_RETURN_NOT_OK(WithContext(CatchAll([&]() -> arrow::Status {
+                                      BEGIN_PARQUET_CATCH_EXCEPTIONS
+                                      return AddUnits(options, i, file, &manifest->units_,
+                                                      &manifest->num_rows_, &fingerprint);
+                                      END_PARQUET_CATCH_EXCEPTIONS
+                                    }),
+                                    "'" + file.source.path + "' could not be read as Parquet"));
     manifest->files_.push_back(std::move(file));
   }
   manifest->fingerprint_ = fingerprint.Hex();

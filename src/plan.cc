@@ -14,8 +14,7 @@ arrow::Result<EpochPlan> EpochPlan::Make(const std::vector<int64_t>& unit_rows,
   EpochPlan plan;
   plan.config_ = config;
   const auto num_units = static_cast<uint64_t>(unit_rows.size());
-  const Permutation unit_perm(num_units,
-                              DeriveKey(config.seed, config.epoch, kUnitOrderLevel, 0),
+  const Permutation unit_perm(num_units, DeriveKey(config.seed, config.epoch, kUnitOrderLevel, 0),
                               !config.shuffle);
   plan.unit_order_.resize(num_units);
   plan.unit_offset_.resize(num_units);

@@ -18,7 +18,8 @@ bool IsUri(const std::string& source) { return source.find("://") != std::string
 bool HasGlob(const std::string& path) { return path.find_first_of("*?[") != std::string::npos; }
 
 bool EndsWith(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
 SourceFile ToSourceFile(const std::shared_ptr<arrow::fs::FileSystem>& fs,
@@ -27,11 +28,11 @@ SourceFile ToSourceFile(const std::shared_ptr<arrow::fs::FileSystem>& fs,
   file.filesystem = fs;
   file.path = info.path();
   file.size = info.size();
-  file.mtime_ns = info.mtime() == arrow::fs::kNoTime
-                      ? 0
-                      : std::chrono::duration_cast<std::chrono::nanoseconds>(
-                            info.mtime().time_since_epoch())
-                            .count();
+  file.mtime_ns =
+      info.mtime() == arrow::fs::kNoTime
+          ? 0
+          : std::chrono::duration_cast<std::chrono::nanoseconds>(info.mtime().time_since_epoch())
+                .count();
   return file;
 }
 

@@ -1,7 +1,6 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #include "unit_reader.h"
 
-
 #include <arrow/array.h>
 #include <arrow/io/caching.h>
 #include <arrow/io/interfaces.h>
@@ -30,10 +29,9 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnitUnchecked(const Manif
   Stats::Clock::time_point fetched;
   ARROW_ASSIGN_OR_RAISE(auto input, file.source.filesystem->OpenInputFile(file.source.path));
   BEGIN_PARQUET_CATCH_EXCEPTIONS
-  auto parquet_reader = parquet::ParquetFileReader::Open(
-      input, parquet::ReaderProperties(pool), file.metadata);
-  ARROW_ASSIGN_OR_RAISE(auto ranges,
-                        parquet_reader->GetReadRanges(row_groups, file.leaf_columns));
+  auto parquet_reader =
+      parquet::ParquetFileReader::Open(input, parquet::ReaderProperties(pool), file.metadata);
+  ARROW_ASSIGN_OR_RAISE(auto ranges, parquet_reader->GetReadRanges(row_groups, file.leaf_columns));
   int64_t bytes = 0;
   for (const auto& range : ranges) bytes += range.length;
   parquet_reader->PreBuffer(row_groups, file.leaf_columns, arrow::io::IOContext(pool),
@@ -45,9 +43,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnitUnchecked(const Manif
   parquet::ArrowReaderProperties properties;
   properties.set_use_threads(false);  // parallelism is across units, in our pool
   properties.set_pre_buffer(false);   // done above, so fetch and decode are timed apart
-  ARROW_ASSIGN_OR_RAISE(auto reader,
-                        parquet::arrow::FileReader::Make(pool,
-                                                         std::move(parquet_reader), properties));
+  ARROW_ASSIGN_OR_RAISE(
+      auto reader, parquet::arrow::FileReader::Make(pool, std::move(parquet_reader), properties));
   ARROW_ASSIGN_OR_RAISE(table, reader->ReadRowGroup(unit.row_group, file.leaf_columns));
   END_PARQUET_CATCH_EXCEPTIONS
 
@@ -75,8 +72,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnitUnchecked(const Manif
 
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnit(const Manifest& manifest,
                                                             const Unit& unit, OutputKind output,
-                                                            arrow::MemoryPool* pool,
-                                                            Stats* stats) {
+                                                            arrow::MemoryPool* pool, Stats* stats) {
   const std::string where = "'" + manifest.files()[unit.file].source.path + "' (row group " +
                             std::to_string(unit.row_group) + ")";
   auto result = CatchAll([&] { return ReadUnitUnchecked(manifest, unit, pool, stats); });

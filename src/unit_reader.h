@@ -1,10 +1,10 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
-#include <memory>
-
 #include <arrow/record_batch.h>
 #include <arrow/result.h>
+
+#include <memory>
 
 #include "stoker/manifest.h"
 #include "stoker/stats.h"
@@ -18,7 +18,6 @@ namespace stoker {
 /// it returns (DESIGN.md, pre_buffer).
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnit(const Manifest& manifest,
                                                             const Unit& unit, OutputKind output,
-                                                            arrow::MemoryPool* pool,
-                                                            Stats* stats);
+                                                            arrow::MemoryPool* pool, Stats* stats);
 
 }  // namespace stoker

@@ -1,12 +1,12 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
+#include <arrow/record_batch.h>
+#include <arrow/result.h>
+
 #include <chrono>
 #include <cstdint>
 #include <memory>
-
-#include <arrow/record_batch.h>
-#include <arrow/result.h>
 
 namespace stoker {
 

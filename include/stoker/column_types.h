@@ -1,14 +1,14 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
-#include <cstdint>
-#include <memory>
-#include <vector>
-
 #include <arrow/array/data.h>
 #include <arrow/result.h>
 #include <arrow/status.h>
 #include <arrow/type.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
 
 namespace stoker {
 

@@ -1,12 +1,12 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
+#include <arrow/status.h>
+
 #include <exception>
 #include <memory>
 #include <string>
 #include <utility>
-
-#include <arrow/status.h>
 
 namespace stoker {
 
@@ -21,9 +21,8 @@ class NotFoundDetail : public arrow::StatusDetail {
 /// An IOError carrying NotFoundDetail; the message should name the path.
 template <typename... Args>
 arrow::Status NotFound(Args&&... args) {
-  return arrow::Status::FromDetailAndArgs(arrow::StatusCode::IOError,
-                                          std::make_shared<NotFoundDetail>(),
-                                          std::forward<Args>(args)...);
+  return arrow::Status::FromDetailAndArgs(
+      arrow::StatusCode::IOError, std::make_shared<NotFoundDetail>(), std::forward<Args>(args)...);
 }
 
 /// True when the status was made by NotFound().

@@ -1,11 +1,11 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
-#include <cstdint>
-#include <memory>
-
 #include <arrow/result.h>
 #include <arrow/type.h>
+
+#include <cstdint>
+#include <memory>
 
 #include "stoker/batch_stream.h"
 #include "stoker/manifest.h"

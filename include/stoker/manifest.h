@@ -1,14 +1,14 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
+#include <arrow/result.h>
+#include <arrow/type.h>
+#include <parquet/metadata.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <arrow/result.h>
-#include <arrow/type.h>
-#include <parquet/metadata.h>
 
 #include "stoker/options.h"
 #include "stoker/source.h"

@@ -1,12 +1,12 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
+#include <arrow/memory_pool.h>
+#include <arrow/status.h>
+
 #include <cstdint>
 #include <string>
 #include <vector>
-
-#include <arrow/memory_pool.h>
-#include <arrow/status.h>
 
 namespace stoker {
 

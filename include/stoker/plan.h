@@ -1,10 +1,10 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
+#include <arrow/result.h>
+
 #include <cstdint>
 #include <vector>
-
-#include <arrow/result.h>
 
 #include "stoker/permutation.h"
 

@@ -1,13 +1,13 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
+#include <arrow/filesystem/filesystem.h>
+#include <arrow/result.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
-
-#include <arrow/filesystem/filesystem.h>
-#include <arrow/result.h>
 
 namespace stoker {
 

@@ -5,6 +5,9 @@
 // interface capsules) and Status errors into the natural Python exceptions. The GIL is
 // released for every call that can block.
 
+#include <arrow/array.h>
+#include <arrow/c/bridge.h>
+#include <arrow/record_batch.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
@@ -14,10 +17,6 @@
 #include <cstring>
 #include <memory>
 #include <optional>
-
-#include <arrow/array.h>
-#include <arrow/c/bridge.h>
-#include <arrow/record_batch.h>
 
 #include "stoker/api.h"
 
@@ -104,9 +103,8 @@ nb::dlpack::dtype DlpackType(const arrow::DataType& type) {
 // A Python object that keeps an Arrow buffer alive for as long as an array views it.
 nb::object Owner(std::shared_ptr<arrow::Buffer> buffer) {
   auto* held = new std::shared_ptr<arrow::Buffer>(std::move(buffer));
-  return nb::capsule(held, [](void* p) noexcept {
-    delete static_cast<std::shared_ptr<arrow::Buffer>*>(p);
-  });
+  return nb::capsule(
+      held, [](void* p) noexcept { delete static_cast<std::shared_ptr<arrow::Buffer>*>(p); });
 }
 
 template <typename Framework>
@@ -120,8 +118,8 @@ nb::object ToTensor(const arrow::ArrayData& data) {
     const void* ptr = buffer->data();
     nb::dlpack::dtype dtype{static_cast<uint8_t>(nb::dlpack::dtype_code::Bool), 8, 1};
     nb::ndarray<Framework> array(const_cast<void*>(ptr), shape.size(), shape.data(),
-                                 Owner(std::shared_ptr<arrow::Buffer>(std::move(buffer))),
-                                 nullptr, dtype);
+                                 Owner(std::shared_ptr<arrow::Buffer>(std::move(buffer))), nullptr,
+                                 dtype);
     return array.cast();
   }
   const auto values = stoker::GetFixedWidthValues(data);
@@ -138,9 +136,9 @@ Output ParseOutput(const std::string& output) {
   if (output == "numpy") return Output::kNumpy;
   if (output == "torch") return Output::kTorch;
   if (output == "arrow") return Output::kArrow;
-  PyErr_SetString(PyExc_ValueError,
-                  ("output must be \"numpy\", \"torch\" or \"arrow\", got \"" + output + "\"")
-                      .c_str());
+  PyErr_SetString(
+      PyExc_ValueError,
+      ("output must be \"numpy\", \"torch\" or \"arrow\", got \"" + output + "\"").c_str());
   throw nb::python_error();
 }
 
@@ -196,10 +194,9 @@ class Epoch {
 
 class PyLoader {
  public:
-  PyLoader(std::vector<std::string> sources, std::vector<std::string> columns,
-           int64_t batch_size, bool shuffle, uint64_t seed, int64_t shuffle_window, int rank,
-           int world_size, bool drop_last, int num_threads, int prefetch,
-           const std::string& output)
+  PyLoader(std::vector<std::string> sources, std::vector<std::string> columns, int64_t batch_size,
+           bool shuffle, uint64_t seed, int64_t shuffle_window, int rank, int world_size,
+           bool drop_last, int num_threads, int prefetch, const std::string& output)
       : output_(ParseOutput(output)) {
     stoker::LoaderOptions options;
     options.sources = std::move(sources);
@@ -213,8 +210,8 @@ class PyLoader {
     options.drop_last = drop_last;
     options.num_threads = num_threads;
     options.prefetch = prefetch;
-    options.output = output_ == Output::kArrow ? stoker::OutputKind::kArrow
-                                               : stoker::OutputKind::kTensor;
+    options.output =
+        output_ == Output::kArrow ? stoker::OutputKind::kArrow : stoker::OutputKind::kTensor;
     arrow::Result<std::shared_ptr<stoker::Loader>> made;
     {
       nb::gil_scoped_release release;
@@ -281,12 +278,10 @@ NB_MODULE(_core, m) {
                     int64_t, int, int, bool, int, int, const std::string&>(),
            nb::arg("sources"), nb::arg("columns"), nb::arg("batch_size"), nb::arg("shuffle"),
            nb::arg("seed"), nb::arg("shuffle_window"), nb::arg("rank"), nb::arg("world_size"),
-           nb::arg("drop_last"), nb::arg("num_threads"), nb::arg("prefetch"),
-           nb::arg("output"))
+           nb::arg("drop_last"), nb::arg("num_threads"), nb::arg("prefetch"), nb::arg("output"))
       .def("num_batches", &PyLoader::NumBatches)
       .def("schema_capsule", &PyLoader::Schema)
-      .def("start_epoch", &PyLoader::StartEpoch, nb::arg("epoch"),
-           nb::rv_policy::take_ownership)
+      .def("start_epoch", &PyLoader::StartEpoch, nb::arg("epoch"), nb::rv_policy::take_ownership)
       .def("stats", &PyLoader::Stats)
       .def("dataset", &PyLoader::Dataset);
 }

@@ -46,9 +46,9 @@ TEST(SourceTest, ListKeepsSourceOrder) {
   testing::TempDir dir;
   Touch(dir.path() / "b.parquet");
   Touch(dir.path() / "a.parquet");
-  auto files = ResolveSources({(dir.path() / "b.parquet").string(),
-                               (dir.path() / "a.parquet").string()})
-                   .ValueOrDie();
+  auto files =
+      ResolveSources({(dir.path() / "b.parquet").string(), (dir.path() / "a.parquet").string()})
+          .ValueOrDie();
   EXPECT_EQ(Names(files), (std::vector<std::string>{"b.parquet", "a.parquet"}));
 }
 

@@ -2,13 +2,13 @@
 // Small real Parquet datasets written for the C++ tests.
 #pragma once
 
-#include <filesystem>
-#include <string>
-
 #include <arrow/api.h>
 #include <arrow/io/file.h>
 #include <gtest/gtest.h>
 #include <parquet/arrow/writer.h>
+
+#include <filesystem>
+#include <string>
 
 namespace stoker::testing {
 
@@ -50,14 +50,13 @@ inline void WriteDataset(const std::filesystem::path& dir, int files, int64_t ro
     }
     auto flat = vec_values.Finish().ValueOrDie();
     auto vec = arrow::FixedSizeListArray::FromArrays(flat, 3).ValueOrDie();
-    auto schema = arrow::schema({arrow::field("row_id", arrow::int64()),
-                                 arrow::field("value", arrow::float32()),
-                                 arrow::field("vec", vec->type()),
-                                 arrow::field("name", arrow::utf8()),
-                                 arrow::field("maybe", arrow::int32())});
-    auto table = arrow::Table::Make(
-        schema, {ids.Finish().ValueOrDie(), values.Finish().ValueOrDie(), vec,
-                 names.Finish().ValueOrDie(), maybe.Finish().ValueOrDie()});
+    auto schema =
+        arrow::schema({arrow::field("row_id", arrow::int64()),
+                       arrow::field("value", arrow::float32()), arrow::field("vec", vec->type()),
+                       arrow::field("name", arrow::utf8()), arrow::field("maybe", arrow::int32())});
+    auto table =
+        arrow::Table::Make(schema, {ids.Finish().ValueOrDie(), values.Finish().ValueOrDie(), vec,
+                                    names.Finish().ValueOrDie(), maybe.Finish().ValueOrDie()});
     auto out = arrow::io::FileOutputStream::Open(
                    (dir / ("part-" + std::to_string(f) + ".parquet")).string())
                    .ValueOrDie();
