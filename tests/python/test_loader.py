@@ -422,3 +422,16 @@ def test_stats_count_what_was_delivered(criteo: Path) -> None:
     for key in ("read_seconds", "decode_seconds", "assemble_seconds", "wait_seconds"):
         assert stats[key] >= 0
     assert stats["decode_seconds"] > 0 and stats["assemble_seconds"] > 0
+
+
+def test_empty_files_and_more_ranks_than_rows(tmp_path: Path) -> None:
+    pq.write_table(pa.table({"x": pa.array([], pa.int64())}), tmp_path / "a.parquet")
+    loader = stoker.Loader(tmp_path, batch_size=4)
+    assert len(loader) == 0
+    assert list(loader) == []
+    pq.write_table(pa.table({"x": pa.array([1, 2, 3], pa.int64())}), tmp_path / "b.parquet")
+    assert list(stoker.Loader(tmp_path, batch_size=4, world_size=5, rank=4)) == []
+    got = [b["x"] for b in stoker.Loader(tmp_path, batch_size=4, world_size=2, rank=1,
+                                         shuffle=False)]
+    assert len(got) == 1
+    np.testing.assert_array_equal(got[0], [2])
