@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "stoker/column_types.h"
+#include "stoker/digest.h"
 
 namespace stoker {
 
@@ -112,15 +113,20 @@ arrow::Result<std::shared_ptr<arrow::ArrayData>> GatherGeneric(
 
 }  // namespace
 
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> Assembler::Assemble(
+arrow::Result<AssembledBatch> Assembler::Assemble(
     const EpochPlan& plan, int64_t begin, int64_t end,
     const std::vector<std::shared_ptr<const LoadedWindow>>& windows) const {
   std::vector<const arrow::RecordBatch*> units;
+  std::vector<int64_t> first_rows;  // global index of each unit's first row
   std::vector<uint32_t> window_base;
   for (const auto& window : windows) {
     window_base.push_back(static_cast<uint32_t>(units.size()));
-    for (const auto& unit : window->units) units.push_back(unit.get());
+    for (size_t i = 0; i < window->units.size(); ++i) {
+      units.push_back(window->units[i].get());
+      first_rows.push_back(manifest_->units()[window->unit_ids[i]].first_row);
+    }
   }
+  Digest rows_digest;
 
   Gather g;
   g.unit.resize(end - begin);
@@ -128,27 +134,29 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> Assembler::Assemble(
   size_t slot = 0;
   int64_t window = windows[0]->index;
   Permutation rows = plan.WindowRows(window);
-  for (int64_t pos = begin; pos < end; ++pos) {
-    const Window& w = plan.windows()[window];
-    if (pos >= w.first_row + w.num_rows) {
-      ++window;
-      ++slot;
+  for (int64_t offset = begin; offset < end; ++offset) {
+    const int64_t pos = plan.Position(offset);
+    // Positions only increase; each scheduled window of the batch holds some of them.
+    while (pos >= plan.windows()[window].first_row + plan.windows()[window].num_rows) {
+      window = windows[++slot]->index;
       rows = plan.WindowRows(window);
     }
     const RowSource source = plan.Locate(pos, window, rows);
-    g.unit[pos - begin] = window_base[slot] + static_cast<uint32_t>(source.unit_in_window);
-    g.row[pos - begin] = source.row;
+    g.unit[offset - begin] = window_base[slot] + static_cast<uint32_t>(source.unit_in_window);
+    g.row[offset - begin] = source.row;
+    rows_digest.Add(static_cast<uint64_t>(first_rows[g.unit[offset - begin]] + source.row));
   }
 
   arrow::ArrayDataVector columns;
   std::vector<const arrow::ArrayData*> arrays(units.size());
-  for (int c = 0; c < schema_->num_fields(); ++c) {
+  const auto& schema = manifest_->schema();
+  for (int c = 0; c < schema->num_fields(); ++c) {
     bool nulls = false;
     for (size_t u = 0; u < units.size(); ++u) {
       arrays[u] = units[u]->column_data(c).get();
       nulls = nulls || HasNulls(*arrays[u]);
     }
-    const auto& type = schema_->field(c)->type();
+    const auto& type = schema->field(c)->type();
     auto layout = GetFixedWidthLayout(*type);
     std::shared_ptr<arrow::ArrayData> column;
     if (layout.ok() && !nulls) {
@@ -158,7 +166,10 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> Assembler::Assemble(
     }
     columns.push_back(std::move(column));
   }
-  return arrow::RecordBatch::Make(schema_, end - begin, std::move(columns));
+  AssembledBatch out;
+  out.batch = arrow::RecordBatch::Make(schema, end - begin, std::move(columns));
+  out.rows_hash = rows_digest.Fold();
+  return out;
 }
 
 }  // namespace stoker

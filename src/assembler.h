@@ -7,14 +7,24 @@
 #include <memory>
 #include <vector>
 
+#include "stoker/manifest.h"
 #include "stoker/plan.h"
 
 namespace stoker {
 
 /// The decoded units of one window, in the window's unit order.
 struct LoadedWindow {
+  /// Window index in the plan.
   int64_t index = 0;
+  /// Global indices (into the manifest's units) of the units, in the same order.
+  std::vector<int32_t> unit_ids;
   std::vector<std::shared_ptr<arrow::RecordBatch>> units;
+};
+
+/// A finished batch and the hash of its rows' global indices, in order.
+struct AssembledBatch {
+  std::shared_ptr<arrow::RecordBatch> batch;
+  uint64_t rows_hash = 0;
 };
 
 /// Gathers the rows of one batch, in plan order, into freshly allocated 64-byte-aligned
@@ -22,17 +32,17 @@ struct LoadedWindow {
 /// copy; other types (strings, nullable columns, bool) go through Arrow's take kernel.
 class Assembler {
  public:
-  Assembler(std::shared_ptr<arrow::Schema> schema, arrow::MemoryPool* pool)
-      : schema_(std::move(schema)), pool_(pool) {}
+  Assembler(std::shared_ptr<const Manifest> manifest, arrow::MemoryPool* pool)
+      : manifest_(std::move(manifest)), pool_(pool) {}
 
-  /// Positions [begin, end) of the plan's sequence; `windows` are the consecutive windows
-  /// from plan.WindowOf(begin) to plan.WindowOf(end - 1).
-  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Assemble(
+  /// Rank-local offsets [begin, end) of the plan; `windows` are the loaded windows of
+  /// plan.window_schedule() that hold them, in order.
+  arrow::Result<AssembledBatch> Assemble(
       const EpochPlan& plan, int64_t begin, int64_t end,
       const std::vector<std::shared_ptr<const LoadedWindow>>& windows) const;
 
  private:
-  std::shared_ptr<arrow::Schema> schema_;
+  std::shared_ptr<const Manifest> manifest_;
   arrow::MemoryPool* pool_;
 };
 

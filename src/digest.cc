@@ -27,4 +27,24 @@ std::string Digest::Hex() const {
   return out;
 }
 
+bool Digest::FromHex(std::string_view hex, Digest* out) {
+  if (hex.size() != 32) return false;
+  uint64_t words[2] = {0, 0};
+  for (size_t i = 0; i < 32; ++i) {
+    const char c = hex[i];
+    int v;
+    if (c >= '0' && c <= '9') {
+      v = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      v = c - 'a' + 10;
+    } else {
+      return false;
+    }
+    words[i / 16] = (words[i / 16] << 4) | static_cast<uint64_t>(v);
+  }
+  out->a_ = words[0];
+  out->b_ = words[1];
+  return true;
+}
+
 }  // namespace stoker

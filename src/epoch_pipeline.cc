@@ -12,7 +12,7 @@ EpochPipeline::EpochPipeline(std::shared_ptr<const Manifest> manifest, EpochPlan
     : manifest_(std::move(manifest)),
       plan_(std::move(plan)),
       pool_(options.ResolvedMemoryPool()),
-      assembler_(manifest_->schema(), pool_),
+      assembler_(manifest_, pool_),
       output_(options.output),
       prefetch_(options.ResolvedPrefetch()),
       lookahead_(options.shuffle ? 1 : options.ResolvedThreads()),
@@ -20,8 +20,8 @@ EpochPipeline::EpochPipeline(std::shared_ptr<const Manifest> manifest, EpochPlan
       workers_(options.ResolvedThreads()) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (plan_.num_batches() > 0) {
-    next_window_ = WindowsOf(0).first;
-    last_window_ = WindowsOf(plan_.num_batches() - 1).second;
+    next_window_ = plan_.ScheduleRange(0).first;
+    last_window_ = plan_.ScheduleRange(plan_.num_batches() - 1).second;
   }
   Pump();
 }
@@ -35,23 +35,22 @@ EpochPipeline::~EpochPipeline() {
   workers_.Shutdown();
 }
 
-std::pair<int64_t, int64_t> EpochPipeline::WindowsOf(int64_t batch) const {
-  const auto [begin, end] = plan_.BatchRange(batch);
-  return {plan_.WindowOf(begin), plan_.WindowOf(end - 1)};
-}
-
-void EpochPipeline::ScheduleWindow(int64_t window) {
+void EpochPipeline::ScheduleWindow(int64_t scheduled) {
+  const int64_t window = plan_.window_schedule()[scheduled];
   const Window& w = plan_.windows()[window];
-  WindowSlot& slot = windows_[window];
+  WindowSlot& slot = windows_[scheduled];
   slot.data = std::make_shared<LoadedWindow>();
   slot.data->index = window;
   slot.data->units.resize(w.num_units);
+  for (int64_t i = 0; i < w.num_units; ++i) {
+    slot.data->unit_ids.push_back(plan_.unit_order()[w.first_unit + i]);
+  }
   slot.pending_units = w.num_units;
   for (int64_t i = 0; i < w.num_units; ++i) {
-    const Unit& unit = manifest_->units()[plan_.unit_order()[w.first_unit + i]];
+    const Unit& unit = manifest_->units()[slot.data->unit_ids[i]];
     workers_.Submit(
-        [this, window, i, &unit] {
-          OnUnitRead(window, i, ReadUnit(*manifest_, unit, output_, pool_, stats_.get()));
+        [this, scheduled, i, &unit] {
+          OnUnitRead(scheduled, i, ReadUnit(*manifest_, unit, output_, pool_, stats_.get()));
         },
         /*urgent=*/false);
   }
@@ -60,7 +59,7 @@ void EpochPipeline::ScheduleWindow(int64_t window) {
 void EpochPipeline::Pump() {
   if (cancelled_ || !error_.ok()) return;
   while (next_assemble_ < plan_.num_batches() && next_assemble_ - next_deliver_ < prefetch_) {
-    const auto [first, last] = WindowsOf(next_assemble_);
+    const auto [first, last] = plan_.ScheduleRange(next_assemble_);
     while (next_window_ <= last) ScheduleWindow(next_window_++);
     std::vector<std::shared_ptr<const LoadedWindow>> needed;
     for (int64_t w = first; w <= last; ++w) {
@@ -81,12 +80,14 @@ void EpochPipeline::Pump() {
         },
         /*urgent=*/true);
     // Windows before the next batch's first are held only by the tasks that still use them.
-    const int64_t keep_from =
-        next_assemble_ < plan_.num_batches() ? WindowsOf(next_assemble_).first : last_window_ + 1;
+    const int64_t keep_from = next_assemble_ < plan_.num_batches()
+                                  ? plan_.ScheduleRange(next_assemble_).first
+                                  : last_window_ + 1;
     windows_.erase(windows_.begin(), windows_.lower_bound(keep_from));
   }
   if (next_assemble_ < plan_.num_batches()) {
-    const int64_t horizon = std::min(WindowsOf(next_assemble_).second + lookahead_, last_window_);
+    const int64_t horizon =
+        std::min(plan_.ScheduleRange(next_assemble_).second + lookahead_, last_window_);
     while (next_window_ <= horizon) ScheduleWindow(next_window_++);
   }
 }
@@ -105,8 +106,7 @@ void EpochPipeline::OnUnitRead(int64_t window, int64_t unit_in_window,
   if (--it->second.pending_units == 0) Pump();
 }
 
-void EpochPipeline::OnBatchAssembled(int64_t batch,
-                                     arrow::Result<std::shared_ptr<arrow::RecordBatch>> result) {
+void EpochPipeline::OnBatchAssembled(int64_t batch, arrow::Result<AssembledBatch> result) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (result.ok()) {
@@ -142,10 +142,11 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> EpochPipeline::Next() {
     if (cancelled_) return arrow::Status::Cancelled("the epoch was cancelled");
     return error_;
   }
-  auto batch = std::move(it->second);
+  auto assembled = std::move(it->second);
   ready_.erase(it);
+  auto& batch = assembled.batch;
   ++next_deliver_;
-  stats_->AddDelivered(batch->num_rows());
+  stats_->AddDelivered(batch->num_rows(), assembled.rows_hash);
   Pump();
   return batch;
 }

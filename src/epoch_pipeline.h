@@ -42,13 +42,13 @@ class EpochPipeline final : public BatchStream {
 
   // All of these require mutex_ to be held.
   void Pump();
-  void ScheduleWindow(int64_t window);
-  std::pair<int64_t, int64_t> WindowsOf(int64_t batch) const;
+  /// Starts reading the windows_schedule()[scheduled] window's units.
+  void ScheduleWindow(int64_t scheduled);
   bool Deliverable() const;
 
-  void OnUnitRead(int64_t window, int64_t unit_in_window,
+  void OnUnitRead(int64_t scheduled, int64_t unit_in_window,
                   arrow::Result<std::shared_ptr<arrow::RecordBatch>> result);
-  void OnBatchAssembled(int64_t batch, arrow::Result<std::shared_ptr<arrow::RecordBatch>> result);
+  void OnBatchAssembled(int64_t batch, arrow::Result<AssembledBatch> result);
 
   const std::shared_ptr<const Manifest> manifest_;
   const EpochPlan plan_;
@@ -61,14 +61,14 @@ class EpochPipeline final : public BatchStream {
 
   std::mutex mutex_;
   std::condition_variable ready_cv_;
-  /// Windows scheduled and still needed, keyed by window index.
+  /// Windows scheduled and still needed, keyed by index into plan_.window_schedule().
   std::map<int64_t, WindowSlot> windows_;
-  int64_t next_window_ = 0;
-  int64_t last_window_ = -1;
+  int64_t next_window_ = 0;   // next schedule index to start reading
+  int64_t last_window_ = -1;  // last schedule index this epoch reads
   int64_t next_assemble_ = 0;
   int64_t next_deliver_ = 0;
   /// Reorder buffer: assembled batches not yet delivered (at most prefetch_).
-  std::map<int64_t, std::shared_ptr<arrow::RecordBatch>> ready_;
+  std::map<int64_t, AssembledBatch> ready_;
   arrow::Status error_;
   bool cancelled_ = false;
 

@@ -38,7 +38,7 @@ arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
 }
 
 int64_t Loader::num_batches() const {
-  return BatchesPerRank(manifest_->num_rows(), MakePlanConfig(0));
+  return BatchesPerRank(manifest_->num_rows() / options_.world_size, MakePlanConfig(0));
 }
 
 PlanConfig Loader::MakePlanConfig(int64_t epoch) const {
@@ -55,14 +55,25 @@ PlanConfig Loader::MakePlanConfig(int64_t epoch) const {
   return config;
 }
 
-arrow::Result<EpochPlan> Loader::PlanEpoch(int64_t epoch) const {
+arrow::Result<EpochPlan> Loader::PlanEpoch(int64_t epoch,
+                                           const std::vector<ResumeRound>& resumed) const {
   if (epoch < 0) return arrow::Status::Invalid("epoch must be >= 0, got ", epoch);
-  return EpochPlan::Make(unit_rows_, MakePlanConfig(epoch));
+  PlanConfig config = MakePlanConfig(epoch);
+  config.resumed = resumed;
+  return EpochPlan::Make(unit_rows_, config);
 }
 
-arrow::Result<std::unique_ptr<BatchStream>> Loader::StartEpoch(int64_t epoch) const {
-  ARROW_ASSIGN_OR_RAISE(auto plan, PlanEpoch(epoch));
+arrow::Result<std::unique_ptr<BatchStream>> Loader::StartEpoch(
+    int64_t epoch, const std::vector<ResumeRound>& resumed) const {
+  ARROW_ASSIGN_OR_RAISE(auto plan, PlanEpoch(epoch, resumed));
   return std::make_unique<EpochPipeline>(manifest_, std::move(plan), options_, stats_);
+}
+
+arrow::Status Loader::RestoreDeliveredDigest(const std::string& hex) {
+  if (!stats_->RestoreDigest(hex)) {
+    return arrow::Status::Invalid("delivered_digest must be 32 hex digits, got '", hex, "'");
+  }
+  return arrow::Status::OK();
 }
 
 }  // namespace stoker

@@ -112,6 +112,7 @@ arrow::Status AddUnits(const LoaderOptions& options, size_t i, const ManifestFil
     unit.file = static_cast<int32_t>(i);
     unit.row_group = rg;
     unit.num_rows = row_group->num_rows();
+    unit.first_row = *num_rows;
     for (int leaf : file.leaf_columns) {
       unit.bytes += row_group->ColumnChunk(leaf)->total_compressed_size();
     }

@@ -33,9 +33,16 @@ void Stats::AddWait(Clock::duration elapsed) {
   wait_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
 }
 
-void Stats::AddDelivered(int64_t rows) {
+void Stats::AddDelivered(int64_t rows, uint64_t rows_hash) {
   rows_.fetch_add(rows, std::memory_order_relaxed);
   batches_.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(digest_mutex_);
+  delivered_.Add(rows_hash);
+}
+
+bool Stats::RestoreDigest(const std::string& hex) {
+  std::lock_guard<std::mutex> lock(digest_mutex_);
+  return Digest::FromHex(hex, &delivered_);
 }
 
 StatsSnapshot Stats::Snapshot() const {
@@ -48,6 +55,8 @@ StatsSnapshot Stats::Snapshot() const {
   s.decode_seconds = Seconds(decode_ns_);
   s.assemble_seconds = Seconds(assemble_ns_);
   s.wait_seconds = Seconds(wait_ns_);
+  std::lock_guard<std::mutex> lock(digest_mutex_);
+  s.delivered_digest = delivered_.Hex();
   return s;
 }
 

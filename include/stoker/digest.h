@@ -26,8 +26,12 @@ class Digest {
   void Add(uint64_t value);
   /// Feeds a string (its length first, so ("ab","c") and ("a","bc") differ).
   void Add(std::string_view value);
+  /// The digest folded into 64 bits.
+  uint64_t Fold() const { return Mix64(a_ ^ Mix64(b_)); }
   /// 32 lowercase hex digits.
   std::string Hex() const;
+  /// The digest whose Hex() is `hex`; false if `hex` is not 32 hex digits.
+  static bool FromHex(std::string_view hex, Digest* out);
 
  private:
   uint64_t a_ = 0x6a09e667f3bcc908ULL;

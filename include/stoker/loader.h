@@ -36,12 +36,18 @@ class Loader {
   const std::shared_ptr<arrow::Schema>& schema() const { return manifest_->schema(); }
   /// Batches per epoch for this rank (the same for every epoch and every rank).
   int64_t num_batches() const;
-  /// The order of `epoch` for this rank; a pure function of dataset, options and epoch.
-  arrow::Result<EpochPlan> PlanEpoch(int64_t epoch) const;
-  /// Starts reading `epoch`; the stream yields its batches in plan order.
-  arrow::Result<std::unique_ptr<BatchStream>> StartEpoch(int64_t epoch) const;
+  /// The order of `epoch` for this rank; a pure function of dataset, options, epoch and the
+  /// rounds of it consumed before a resume (empty for a fresh epoch).
+  arrow::Result<EpochPlan> PlanEpoch(int64_t epoch,
+                                     const std::vector<ResumeRound>& resumed = {}) const;
+  /// Starts reading `epoch` (the rest of it after `resumed`); the stream yields its batches in
+  /// plan order.
+  arrow::Result<std::unique_ptr<BatchStream>> StartEpoch(
+      int64_t epoch, const std::vector<ResumeRound>& resumed = {}) const;
   /// Counters summed over every epoch so far.
   StatsSnapshot stats() const { return stats_->Snapshot(); }
+  /// Continues stats().delivered_digest from a value saved before a resume.
+  arrow::Status RestoreDeliveredDigest(const std::string& hex);
 
  private:
   Loader(LoaderOptions options, std::shared_ptr<const Manifest> manifest);

@@ -28,6 +28,8 @@ struct Unit {
   int32_t file = 0;
   int32_t row_group = 0;
   int64_t num_rows = 0;
+  /// Rows before this unit in dataset order (its first row's global index).
+  int64_t first_row = 0;
   /// Compressed bytes of the projected column chunks.
   int64_t bytes = 0;
 };

@@ -10,6 +10,21 @@
 
 namespace stoker {
 
+/// One stretch of an epoch that ended in a checkpoint: `world_size` lock-stepped ranks each
+/// consumed the first `rows_per_rank` rows of their slice (DESIGN.md, "Resume").
+struct ResumeRound {
+  int world_size = 1;
+  int64_t rows_per_rank = 0;
+  bool operator==(const ResumeRound&) const = default;
+};
+
+/// A half-open range [begin, end) of positions in the epoch sequence S.
+struct Segment {
+  int64_t begin = 0;
+  int64_t end = 0;
+  bool operator==(const Segment&) const = default;
+};
+
 /// Everything the order of an epoch depends on, besides the units' row counts.
 struct PlanConfig {
   uint64_t seed = 0;
@@ -21,6 +36,9 @@ struct PlanConfig {
   int rank = 0;
   int64_t batch_size = 1;
   bool drop_last = false;
+  /// Earlier stretches of this epoch, oldest first (empty for a fresh epoch). The rows they
+  /// consumed are removed from S; what remains, in order, is split among world_size ranks.
+  std::vector<ResumeRound> resumed;
 };
 
 /// A window: consecutive units of the permuted unit order whose rows are mixed together.
@@ -51,6 +69,11 @@ struct RowSource {
 /// The units are permuted, cut into windows of about window_rows rows, and the rows of each
 /// window permuted; the epoch sequence S is the windows in order, each in its row order. Rank
 /// r takes the slice S[r*q, (r+1)*q) with q = floor(T / world_size) and cuts it into batches.
+///
+/// After resumed rounds (N ranks that each consumed c rows), the remaining sequence is the
+/// unconsumed rest of every old slice, in rank order, then the rows the old split left over;
+/// it is split the same way among the new ranks. With the same world size this continues
+/// each rank exactly where it stopped.
 class EpochPlan {
  public:
   /// unit_rows[i] is the row count of unit i (> 0).
@@ -62,13 +85,20 @@ class EpochPlan {
   const std::vector<Window>& windows() const { return windows_; }
   /// Rows of the epoch sequence S (all ranks).
   int64_t total_rows() const { return total_rows_; }
-  /// This rank's slice of S: [rank_begin, rank_end).
-  int64_t rank_begin() const { return rank_begin_; }
-  int64_t rank_end() const { return rank_end_; }
+  /// The positions of S this rank reads, in order (one segment for a fresh epoch).
+  const std::vector<Segment>& segments() const { return segments_; }
+  /// Rows this rank reads this epoch (the sum of its segments).
+  int64_t rank_rows() const { return rank_rows_; }
   /// Batches this rank delivers this epoch.
   int64_t num_batches() const { return num_batches_; }
-  /// Positions in S of batch b: [first, second).
+  /// Rank-local offsets of batch b: [first, second).
   std::pair<int64_t, int64_t> BatchRange(int64_t b) const;
+  /// Position in S of the rank-local offset `offset` (< rank_rows()).
+  int64_t Position(int64_t offset) const;
+  /// The distinct windows this rank reads, in increasing order.
+  const std::vector<int64_t>& window_schedule() const { return window_schedule_; }
+  /// Indices into window_schedule() of the first and last window batch b reads.
+  std::pair<int64_t, int64_t> ScheduleRange(int64_t b) const;
   /// Window holding position `pos` of S.
   int64_t WindowOf(int64_t pos) const;
   /// The permutation of window `window`'s rows (build once, use for many positions).
@@ -83,13 +113,24 @@ class EpochPlan {
   std::vector<int64_t> unit_offset_;
   std::vector<Window> windows_;
   int64_t total_rows_ = 0;
-  int64_t rank_begin_ = 0;
-  int64_t rank_end_ = 0;
+  std::vector<Segment> segments_;
+  /// segment_offset_[i]: rank-local offset where segments_[i] starts.
+  std::vector<int64_t> segment_offset_;
+  int64_t rank_rows_ = 0;
   int64_t num_batches_ = 0;
+  std::vector<int64_t> window_schedule_;
 };
 
-/// Batches each rank gets from an epoch of `total_rows` rows (every rank gets the same).
-int64_t BatchesPerRank(int64_t total_rows, const PlanConfig& config);
+/// The sub-sequence [from, to) of the concatenation of `sequence`'s segments.
+std::vector<Segment> SliceSegments(const std::vector<Segment>& sequence, int64_t from, int64_t to);
+
+/// This rank's segments of S: `total_rows` positions, minus what `resumed` rounds consumed,
+/// split among world_size ranks (see EpochPlan).
+std::vector<Segment> RankSegments(int64_t total_rows, const std::vector<ResumeRound>& resumed,
+                                  int world_size, int rank);
+
+/// Batches each rank gets from `rows_per_rank` rows.
+int64_t BatchesPerRank(int64_t rows_per_rank, const PlanConfig& config);
 
 /// Plan levels: independent streams of randomness per epoch.
 inline constexpr uint64_t kUnitOrderLevel = 0;

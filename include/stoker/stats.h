@@ -4,6 +4,10 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <mutex>
+#include <string>
+
+#include "stoker/digest.h"
 
 namespace stoker {
 
@@ -21,6 +25,9 @@ struct StatsSnapshot {
   double assemble_seconds = 0;
   /// Wall seconds the consumer spent blocked waiting for its next batch (the data stall).
   double wait_seconds = 0;
+  /// Running digest of the rows delivered, in order (each row named by its index in dataset
+  /// order): two runs that delivered the same rows in the same order have the same digest.
+  std::string delivered_digest;
 };
 
 /// Lock-free counters shared by the workers and the consumer.
@@ -32,12 +39,17 @@ class Stats {
   void AddDecode(Clock::duration elapsed);
   void AddAssemble(Clock::duration elapsed);
   void AddWait(Clock::duration elapsed);
-  void AddDelivered(int64_t rows);
+  /// Counts a delivered batch and folds its rows' hash into the running digest.
+  void AddDelivered(int64_t rows, uint64_t rows_hash);
+  /// Continues the running digest from a saved one (resume); false if `hex` is malformed.
+  bool RestoreDigest(const std::string& hex);
   StatsSnapshot Snapshot() const;
 
  private:
   std::atomic<int64_t> rows_{0}, batches_{0}, units_read_{0}, bytes_read_{0};
   std::atomic<int64_t> read_ns_{0}, decode_ns_{0}, assemble_ns_{0}, wait_ns_{0};
+  mutable std::mutex digest_mutex_;
+  Digest delivered_;
 };
 
 }  // namespace stoker

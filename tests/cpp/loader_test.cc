@@ -210,3 +210,58 @@ TEST_F(LoaderTest, DisagreeingSchemasNameBothFiles) {
 
 }  // namespace
 }  // namespace stoker
+
+namespace stoker {
+namespace {
+
+std::vector<std::shared_ptr<arrow::RecordBatch>> ReadResumed(const LoaderOptions& options,
+                                                             std::vector<ResumeRound> resumed) {
+  auto loader = Loader::Make(options).ValueOrDie();
+  auto stream = loader->StartEpoch(0, resumed).ValueOrDie();
+  std::vector<std::shared_ptr<arrow::RecordBatch>> out;
+  for (;;) {
+    auto batch = stream->Next().ValueOrDie();
+    if (batch == nullptr) break;
+    out.push_back(batch);
+  }
+  return out;
+}
+
+TEST_F(LoaderTest, ResumeGivesTheRemainingBatchesWhateverTheThreads) {
+  auto options = Options(dir_);
+  options.num_threads = 1;
+  const auto full = ReadEpoch(options);
+  for (int64_t k : {int64_t{0}, int64_t{1}, int64_t{5}, static_cast<int64_t>(full.size()) - 1,
+                    static_cast<int64_t>(full.size())}) {
+    options.num_threads = k % 2 == 0 ? 4 : 2;
+    const auto rest = ReadResumed(options, {{1, k * options.batch_size}});
+    ExpectSameBatches({full.begin() + k, full.end()}, rest);
+  }
+}
+
+TEST_F(LoaderTest, ElasticResumeFourToThreeRanks) {
+  auto options = Options(dir_);
+  options.world_size = 4;
+  std::set<int64_t> seen;
+  const int64_t k = 3;  // batches each of the 4 ranks consumed
+  for (int rank = 0; rank < 4; ++rank) {
+    options.rank = rank;
+    auto batches = ReadEpoch(options);
+    for (int64_t id : RowIds({batches.begin(), batches.begin() + k})) {
+      ASSERT_TRUE(seen.insert(id).second);
+    }
+  }
+  options.world_size = 3;
+  size_t steps = 0;
+  for (int rank = 0; rank < 3; ++rank) {
+    options.rank = rank;
+    auto batches = ReadResumed(options, {{4, k * options.batch_size}});
+    if (rank > 0) EXPECT_EQ(batches.size(), steps);
+    steps = batches.size();
+    for (int64_t id : RowIds(batches)) ASSERT_TRUE(seen.insert(id).second) << id;
+  }
+  EXPECT_GE(static_cast<int64_t>(seen.size()), kRows - 2);
+}
+
+}  // namespace
+}  // namespace stoker

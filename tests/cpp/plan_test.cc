@@ -92,9 +92,10 @@ TEST(PlanTest, RanksGetDisjointEqualSlicesAndEqualBatches) {
     int64_t batches = -1;
     for (int rank = 0; rank < world; ++rank) {
       auto plan = EpochPlan::Make(kUnits, Config(50, world, rank)).ValueOrDie();
-      EXPECT_EQ(plan.rank_begin(), covered);
-      EXPECT_EQ(plan.rank_end() - plan.rank_begin(), 900 / world);
-      covered = plan.rank_end();
+      ASSERT_EQ(plan.segments().size(), 1u);
+      EXPECT_EQ(plan.segments()[0].begin, covered);
+      EXPECT_EQ(plan.rank_rows(), 900 / world);
+      covered = plan.segments()[0].end;
       if (batches >= 0) EXPECT_EQ(plan.num_batches(), batches);
       batches = plan.num_batches();
     }
@@ -113,12 +114,101 @@ TEST(PlanTest, BatchesAreExactExceptTheLast) {
   config.drop_last = true;
   EXPECT_EQ(EpochPlan::Make(kUnits, config).ValueOrDie().num_batches(), 14);
   EXPECT_EQ(BatchesPerRank(900, config), 14);
+  EXPECT_EQ(plan.window_schedule().size(), plan.windows().size());
 }
 
 TEST(PlanTest, RejectsInvalidConfig) {
   EXPECT_FALSE(EpochPlan::Make(kUnits, Config(0)).ok());
   EXPECT_FALSE(EpochPlan::Make(kUnits, Config(10, 2, 2)).ok());
   EXPECT_FALSE(EpochPlan::Make({10, 0}, Config(10)).ok());
+}
+
+}  // namespace
+}  // namespace stoker
+
+namespace stoker {
+namespace {
+
+int64_t Length(const std::vector<Segment>& segments) {
+  int64_t n = 0;
+  for (const auto& s : segments) n += s.end - s.begin;
+  return n;
+}
+
+TEST(ResumeTest, SameWorldSizeContinuesEachRankWhereItStopped) {
+  for (int world : {1, 3, 4}) {
+    const int64_t q = 1000 / world;
+    for (int64_t consumed : {int64_t{0}, int64_t{10}, q - 1, q}) {
+      for (int rank = 0; rank < world; ++rank) {
+        const auto segments = RankSegments(1000, {{world, consumed}}, world, rank);
+        const std::vector<Segment> expected =
+            consumed == q ? std::vector<Segment>{}
+                          : std::vector<Segment>{{rank * q + consumed, (rank + 1) * q}};
+        EXPECT_EQ(segments, expected) << "world " << world << " consumed " << consumed;
+      }
+    }
+  }
+}
+
+TEST(ResumeTest, RepeatedResumesAtOneWorldSizeAddUp) {
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_EQ(RankSegments(1000, {{3, 40}, {3, 60}}, 3, rank),
+              RankSegments(1000, {{3, 100}}, 3, rank));
+  }
+}
+
+// Elastic N -> M -> P: the rows consumed before plus the new ranks' slices cover the epoch
+// exactly once, minus fewer than the last world size; every new rank gets as many rows.
+TEST(ResumeTest, ElasticResumeCoversTheRestOnceWithEqualShares) {
+  const int64_t total = 10007;
+  for (const auto& [rounds, world] : std::vector<std::pair<std::vector<ResumeRound>, int>>{
+           {{{4, 300}}, 3}, {{{2, 1000}}, 5}, {{{4, 300}, {3, 500}}, 7}, {{{5, 0}}, 1}}) {
+    std::vector<int> seen(total, 0);
+    // What each earlier round consumed: the first rows_per_rank of each of its slices.
+    std::vector<ResumeRound> before;
+    for (const auto& round : rounds) {
+      for (int r = 0; r < round.world_size; ++r) {
+        const auto slice = RankSegments(total, before, round.world_size, r);
+        for (const auto& s : SliceSegments(slice, 0, round.rows_per_rank)) {
+          for (int64_t p = s.begin; p < s.end; ++p) ++seen[p];
+        }
+      }
+      before.push_back(round);
+    }
+    int64_t share = -1;
+    for (int rank = 0; rank < world; ++rank) {
+      const auto segments = RankSegments(total, rounds, world, rank);
+      if (share >= 0) EXPECT_EQ(Length(segments), share);
+      share = Length(segments);
+      for (const auto& s : segments) {
+        for (int64_t p = s.begin; p < s.end; ++p) ++seen[p];
+      }
+    }
+    int64_t missed = 0;
+    for (int count : seen) {
+      ASSERT_LE(count, 1);
+      missed += count == 0;
+    }
+    EXPECT_LT(missed, world);
+  }
+}
+
+TEST(ResumeTest, PlanFollowsTheSegments) {
+  PlanConfig config = Config(64, 3, 1);
+  config.resumed = {{4, 128}};
+  auto plan = EpochPlan::Make(kUnits, config).ValueOrDie();
+  EXPECT_EQ(plan.segments(), RankSegments(900, config.resumed, 3, 1));
+  EXPECT_EQ(plan.rank_rows(), Length(plan.segments()));
+  int64_t offset = 0;
+  for (const auto& s : plan.segments()) {
+    for (int64_t p = s.begin; p < s.end; ++p) ASSERT_EQ(plan.Position(offset++), p);
+  }
+  // The schedule lists exactly the windows that hold the rank's positions.
+  std::set<int64_t> needed;
+  for (const auto& s : plan.segments()) {
+    for (int64_t p = s.begin; p < s.end; ++p) needed.insert(plan.WindowOf(p));
+  }
+  EXPECT_EQ(std::vector<int64_t>(needed.begin(), needed.end()), plan.window_schedule());
 }
 
 }  // namespace
