@@ -10,7 +10,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from stoker import _core
+from stoker import _core, _state
 
 _OUTPUTS = ("numpy", "torch", "arrow")
 
@@ -66,26 +66,46 @@ def _int_option(name: str, value: Any, *, minimum: int, allow_none: bool = False
     return value
 
 
+class _Progress:
+    """Where the current epoch stands: what a checkpoint taken now must say."""
+
+    def __init__(self, epoch: int, rounds: list[list[int]]) -> None:
+        self.epoch = epoch
+        self.rounds = rounds  # stretches consumed before this run of the epoch
+        self.rows = 0  # rows delivered by this run of the epoch
+        self.finished = False
+
+
 class _EpochIterator:
     """Iterates one epoch; closing it (or dropping it) stops the workers."""
 
-    def __init__(self, epoch: Any, output: str) -> None:
+    def __init__(self, epoch: Any, output: str, progress: _Progress) -> None:
         self._epoch = epoch
         self._output = output
+        self._progress = progress
+        self._len = epoch.num_batches()
         _live_epochs.add(self)
 
     def __iter__(self) -> _EpochIterator:
         return self
+
+    def __len__(self) -> int:
+        """Batches of this epoch (after a resume: the batches left)."""
+        return self._len
 
     def __next__(self) -> Any:
         if self._epoch is None:
             raise StopIteration
         batch = self._epoch.next()
         if batch is None:
+            self._progress.finished = True
             self.close()
             raise StopIteration
         if self._output == "arrow":
-            return pa.record_batch(_CapsuleBatch(batch))
+            batch = pa.record_batch(_CapsuleBatch(batch))
+            self._progress.rows += batch.num_rows
+        else:
+            self._progress.rows += len(next(iter(batch.values())))
         return batch
 
     def close(self) -> None:
@@ -155,7 +175,10 @@ class Loader:
         if rank >= world_size:
             raise ValueError(f"rank must be < world_size ({world_size}), got {rank}")
         self._output = output
-        self._epoch = 0
+        self._rank, self._world_size = rank, world_size
+        self._epoch = 0  # the epoch the next iter() reads
+        self._pending_rounds: list[list[int]] = []  # its consumed stretches, after a resume
+        self._progress: _Progress | None = None
         self._core = _core.Loader(
             sources=_sources(source),
             columns=list(columns or []),
@@ -172,6 +195,18 @@ class Loader:
             output=output,
         )
         self._schema = pa.schema(_CapsuleSchema(self._core.schema_capsule()))
+        dataset = self._core.dataset()
+        self._identity = {
+            "dataset_fingerprint": dataset["fingerprint"],
+            "files": len(dataset["files"]),
+            "rows": dataset["rows"],
+            "seed": seed,
+            "shuffle": bool(shuffle),
+            "shuffle_window": dataset["shuffle_window"] if shuffle else None,
+            "batch_size": batch_size,
+            "drop_last": bool(drop_last),
+            "columns_digest": _state.columns_digest(self._schema.names),
+        }
 
     @property
     def schema(self) -> pa.Schema:
@@ -183,18 +218,49 @@ class Loader:
         return self._core.num_batches()
 
     def set_epoch(self, epoch: int) -> None:
-        """Makes the next ``iter()`` read ``epoch`` (later ones count up from it)."""
+        """Makes the next ``iter()`` read ``epoch`` from its start (later ones count up)."""
         self._epoch = _int_option("epoch", epoch, minimum=0)
+        self._pending_rounds = []
+        self._progress = None
 
     def __iter__(self) -> Iterator[Any]:
-        epoch = self._epoch
-        self._epoch += 1
-        return _EpochIterator(self._core.start_epoch(epoch), self._output)
+        epoch, rounds = self._epoch, self._pending_rounds
+        self._epoch, self._pending_rounds = epoch + 1, []
+        stream = self._core.start_epoch(epoch, [tuple(r) for r in rounds])
+        self._progress = _Progress(epoch, rounds)
+        return _EpochIterator(stream, self._output, self._progress)
 
-    def stats(self) -> dict[str, float]:
-        """Counters over the loader's life: rows, batches, bytes_read, units_read and the
+    def state_dict(self) -> dict[str, Any]:
+        """Where this rank stands, as a small JSON-serializable dict: the epoch, the rows each
+        rank consumed in it (per world size), and what identifies the dataset and options.
+        Take it between batches; ``load_state_dict`` continues with exactly the batches the
+        uninterrupted run would have produced next. See docs/determinism.md."""
+        progress = self._progress
+        if progress is not None and not progress.finished:
+            epoch = progress.epoch
+            rounds = _state.merge_round(progress.rounds, self._world_size, progress.rows)
+        else:
+            epoch, rounds = self._epoch, [list(r) for r in self._pending_rounds]
+        return _state.make_state(epoch=epoch, rounds=rounds, rank=self._rank,
+                                 world_size=self._world_size, identity=self._identity,
+                                 delivered_digest=self._core.stats()["delivered_digest"])
+
+    def load_state_dict(self, state: dict[str, Any], *, strict: bool = True) -> None:
+        """Resumes from ``state_dict()`` of this rank or of any rank of a lock-stepped job,
+        with any world size: the next ``iter()`` reads the rest of the saved epoch, split
+        evenly among this job's ranks. A state from another dataset, seed, shuffle setting,
+        shuffle window, batch size, drop_last or column set raises ValueError saying what
+        differs; ``strict=False`` loads it anyway with a warning."""
+        epoch, rounds = _state.check_state(state, self._identity, strict=strict)
+        self._epoch, self._pending_rounds, self._progress = epoch, rounds, None
+        if state.get("world_size") == self._world_size and state.get("rank") == self._rank:
+            self._core.restore_digest(state["delivered_digest"])
+
+    def stats(self) -> dict[str, Any]:
+        """Counters over the loader's life: rows, batches, bytes_read, units_read, the
         seconds spent reading, decoding, assembling (thread-seconds) and waiting (the
-        consumer's wall time blocked on the next batch)."""
+        consumer's wall time blocked on the next batch), and ``delivered_digest``: a running
+        digest of the rows delivered in order (carried across a same-rank resume)."""
         return self._core.stats()
 
     def dataset_info(self) -> dict[str, Any]:

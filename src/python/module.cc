@@ -10,6 +10,7 @@
 #include <arrow/record_batch.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
@@ -180,6 +181,8 @@ class Epoch {
     return columns;
   }
 
+  int64_t NumBatches() const { return stream_ == nullptr ? 0 : stream_->num_batches(); }
+
   // Stops the workers and joins them; idempotent.
   void Close() {
     auto stream = std::move(stream_);
@@ -224,11 +227,13 @@ class PyLoader {
 
   nb::object Schema() const { return SchemaCapsule(*loader_->schema()); }
 
-  Epoch* StartEpoch(int64_t epoch) {
+  Epoch* StartEpoch(int64_t epoch, const std::vector<std::pair<int, int64_t>>& resumed) {
+    std::vector<stoker::ResumeRound> rounds;
+    for (const auto& [world_size, rows] : resumed) rounds.push_back({world_size, rows});
     arrow::Result<std::unique_ptr<stoker::BatchStream>> stream;
     {
       nb::gil_scoped_release release;
-      stream = loader_->StartEpoch(epoch);
+      stream = loader_->StartEpoch(epoch, rounds);
     }
     return new Epoch(ValueOrRaise(std::move(stream)), output_);
   }
@@ -244,7 +249,13 @@ class PyLoader {
     out["decode_seconds"] = s.decode_seconds;
     out["assemble_seconds"] = s.assemble_seconds;
     out["wait_seconds"] = s.wait_seconds;
+    out["delivered_digest"] = s.delivered_digest;
     return out;
+  }
+
+  void RestoreDigest(const std::string& hex) {
+    auto status = loader_->RestoreDeliveredDigest(hex);
+    if (!status.ok()) Raise(status);
   }
 
   nb::dict Dataset() const {
@@ -256,6 +267,7 @@ class PyLoader {
     out["rows"] = manifest.num_rows();
     out["row_groups"] = static_cast<int64_t>(manifest.units().size());
     out["fingerprint"] = manifest.fingerprint();
+    out["shuffle_window"] = loader_->options().ResolvedShuffleWindow();
     return out;
   }
 
@@ -271,7 +283,8 @@ NB_MODULE(_core, m) {
 
   nb::class_<Epoch>(m, "Epoch")
       .def("next", &Epoch::Next, "The next batch, or None after the last one.")
-      .def("close", &Epoch::Close, "Stop the workers now.");
+      .def("close", &Epoch::Close, "Stop the workers now.")
+      .def("num_batches", &Epoch::NumBatches);
 
   nb::class_<PyLoader>(m, "Loader")
       .def(nb::init<std::vector<std::string>, std::vector<std::string>, int64_t, bool, uint64_t,
@@ -281,7 +294,9 @@ NB_MODULE(_core, m) {
            nb::arg("drop_last"), nb::arg("num_threads"), nb::arg("prefetch"), nb::arg("output"))
       .def("num_batches", &PyLoader::NumBatches)
       .def("schema_capsule", &PyLoader::Schema)
-      .def("start_epoch", &PyLoader::StartEpoch, nb::arg("epoch"), nb::rv_policy::take_ownership)
+      .def("start_epoch", &PyLoader::StartEpoch, nb::arg("epoch"), nb::arg("resumed"),
+           nb::rv_policy::take_ownership)
+      .def("restore_digest", &PyLoader::RestoreDigest, nb::arg("hex"))
       .def("stats", &PyLoader::Stats)
       .def("dataset", &PyLoader::Dataset);
 }

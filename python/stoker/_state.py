@@ -1,0 +1,88 @@
+"""The resume state: what a checkpoint holds, and how a saved state is checked against the
+loader that loads it. See docs/determinism.md."""
+
+from __future__ import annotations
+
+import hashlib
+import warnings
+from typing import Any
+
+STATE_VERSION = 1
+
+
+def columns_digest(names: list[str]) -> str:
+    return hashlib.sha256("\x00".join(names).encode()).hexdigest()[:32]
+
+
+def merge_round(rounds: list[list[int]], world_size: int, rows: int) -> list[list[int]]:
+    """Appends a stretch of `rows` per rank at `world_size`. Consecutive stretches at one
+    world size add up (the plan treats (N, a) then (N, b) as (N, a + b))."""
+    rounds = [list(r) for r in rounds]
+    if rows == 0:
+        return rounds
+    if rounds and rounds[-1][0] == world_size:
+        rounds[-1][1] += rows
+    else:
+        rounds.append([world_size, rows])
+    return rounds
+
+
+def make_state(*, epoch: int, rounds: list[list[int]], rank: int, world_size: int,
+               identity: dict[str, Any], delivered_digest: str) -> dict[str, Any]:
+    return {
+        "version": STATE_VERSION,
+        "epoch": epoch,
+        "rounds": rounds,
+        "rank": rank,
+        "world_size": world_size,
+        **identity,
+        "delivered_digest": delivered_digest,
+    }
+
+
+# Fields that must match for the rest of the epoch to be exactly the planned rows.
+_CHECKED = {
+    "dataset_fingerprint": "the dataset (files added, removed or changed)",
+    "seed": "seed",
+    "shuffle": "shuffle",
+    "shuffle_window": "shuffle_window",
+    "batch_size": "batch_size",
+    "drop_last": "drop_last",
+    "columns_digest": "the column set",
+}
+
+
+def check_state(state: Any, identity: dict[str, Any], *, strict: bool) -> tuple[int, list]:
+    """Validates a saved state against this loader's identity; returns (epoch, rounds)."""
+    if not isinstance(state, dict):
+        raise TypeError(f"state must be a dict from Loader.state_dict(), got {type(state)!r}")
+    missing = [k for k in ("version", "epoch", "rounds", *_CHECKED) if k not in state]
+    if missing:
+        raise ValueError(f"state is missing {', '.join(missing)}: not a Loader.state_dict()")
+    if state["version"] != STATE_VERSION:
+        raise ValueError(f"state version {state['version']} is not supported "
+                         f"(this Stoker reads version {STATE_VERSION})")
+    epoch, rounds = state["epoch"], state["rounds"]
+    if not isinstance(epoch, int) or epoch < 0:
+        raise ValueError(f"state epoch must be an int >= 0, got {epoch!r}")
+    if not isinstance(rounds, list) or not all(
+            isinstance(r, (list, tuple)) and len(r) == 2 and all(isinstance(v, int) for v in r)
+            and r[0] >= 1 and r[1] >= 0 for r in rounds):
+        raise ValueError(f"state rounds must be [[world_size >= 1, rows >= 0], ...], "
+                         f"got {rounds!r}")
+    differences = []
+    for key, what in _CHECKED.items():
+        if state[key] != identity[key]:
+            detail = f"saved {state[key]!r}, now {identity[key]!r}"
+            if key == "dataset_fingerprint":
+                detail = (f"saved {state.get('files')} files / {state.get('rows')} rows, "
+                          f"now {identity['files']} files / {identity['rows']} rows")
+            differences.append(f"{what} differs: {detail}")
+    if differences:
+        message = ("the state does not match this loader: " + "; ".join(differences) +
+                   ". Pass strict=False to load it anyway; the rest of the epoch is then "
+                   "no longer guaranteed to be exactly the rows the saved run had left")
+        if strict:
+            raise ValueError(message)
+        warnings.warn(message, stacklevel=3)
+    return epoch, [list(r) for r in rounds]
