@@ -58,7 +58,7 @@ CPP_SOURCES = $(wildcard include/stoker/*.h src/*.h src/*.cc src/python/*.cc tes
 lint: $(DEPS)
 	command -v clang-format >/dev/null || apt-get install -y -qq clang-format
 	clang-format --dry-run --Werror $(CPP_SOURCES)
-	$(VENV)/bin/ruff check python tests
+	$(VENV)/bin/ruff check python tests benchmarks
 
 clean:
 	rm -rf build demo-data
