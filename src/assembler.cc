@@ -123,7 +123,7 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
     window_base.push_back(static_cast<uint32_t>(units.size()));
     for (size_t i = 0; i < window->units.size(); ++i) {
       units.push_back(window->units[i].get());
-      first_rows.push_back(manifest_->units()[window->unit_ids[i]].first_row);
+      first_rows.push_back(source_->units[window->unit_ids[i]].first_row);
     }
   }
   Digest rows_digest;
@@ -149,7 +149,8 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
 
   arrow::ArrayDataVector columns;
   std::vector<const arrow::ArrayData*> arrays(units.size());
-  const auto& schema = manifest_->schema();
+  const auto& schema = source_->output_schema;
+  arrow::MemoryPool* pool = source_->pool;
   for (int c = 0; c < schema->num_fields(); ++c) {
     bool nulls = false;
     for (size_t u = 0; u < units.size(); ++u) {
@@ -160,9 +161,9 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
     auto layout = GetFixedWidthLayout(*type);
     std::shared_ptr<arrow::ArrayData> column;
     if (layout.ok() && !nulls) {
-      ARROW_ASSIGN_OR_RAISE(column, GatherFixedWidth(type, layout->row_bytes, g, arrays, pool_));
+      ARROW_ASSIGN_OR_RAISE(column, GatherFixedWidth(type, layout->row_bytes, g, arrays, pool));
     } else {
-      ARROW_ASSIGN_OR_RAISE(column, GatherGeneric(g, arrays, pool_));
+      ARROW_ASSIGN_OR_RAISE(column, GatherGeneric(g, arrays, pool));
     }
     columns.push_back(std::move(column));
   }

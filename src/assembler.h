@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
-#include "stoker/manifest.h"
 #include "stoker/plan.h"
+#include "unit_reader.h"
 
 namespace stoker {
 
@@ -16,7 +16,7 @@ namespace stoker {
 struct LoadedWindow {
   /// Window index in the plan.
   int64_t index = 0;
-  /// Global indices (into the manifest's units) of the units, in the same order.
+  /// Indices into UnitSource::units of the units, in the same order.
   std::vector<int32_t> unit_ids;
   std::vector<std::shared_ptr<arrow::RecordBatch>> units;
 };
@@ -32,8 +32,7 @@ struct AssembledBatch {
 /// copy; other types (strings, nullable columns, bool) go through Arrow's take kernel.
 class Assembler {
  public:
-  Assembler(std::shared_ptr<const Manifest> manifest, arrow::MemoryPool* pool)
-      : manifest_(std::move(manifest)), pool_(pool) {}
+  explicit Assembler(std::shared_ptr<const UnitSource> source) : source_(std::move(source)) {}
 
   /// Rank-local offsets [begin, end) of the plan; `windows` are the loaded windows of
   /// plan.window_schedule() that hold them, in order.
@@ -42,8 +41,7 @@ class Assembler {
       const std::vector<std::shared_ptr<const LoadedWindow>>& windows) const;
 
  private:
-  std::shared_ptr<const Manifest> manifest_;
-  arrow::MemoryPool* pool_;
+  std::shared_ptr<const UnitSource> source_;
 };
 
 }  // namespace stoker

@@ -7,13 +7,11 @@
 
 namespace stoker {
 
-EpochPipeline::EpochPipeline(std::shared_ptr<const Manifest> manifest, EpochPlan plan,
+EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan plan,
                              const LoaderOptions& options, std::shared_ptr<Stats> stats)
-    : manifest_(std::move(manifest)),
+    : source_(std::move(source)),
       plan_(std::move(plan)),
-      pool_(options.ResolvedMemoryPool()),
-      assembler_(manifest_, pool_),
-      output_(options.output),
+      assembler_(source_),
       prefetch_(options.ResolvedPrefetch()),
       lookahead_(options.shuffle ? 1 : options.ResolvedThreads()),
       stats_(std::move(stats)),
@@ -47,12 +45,10 @@ void EpochPipeline::ScheduleWindow(int64_t scheduled) {
   }
   slot.pending_units = w.num_units;
   for (int64_t i = 0; i < w.num_units; ++i) {
-    const Unit& unit = manifest_->units()[slot.data->unit_ids[i]];
-    workers_.Submit(
-        [this, scheduled, i, &unit] {
-          OnUnitRead(scheduled, i, ReadUnit(*manifest_, unit, output_, pool_, stats_.get()));
-        },
-        /*urgent=*/false);
+    const Unit& unit = source_->units[slot.data->unit_ids[i]];
+    workers_.Submit([this, scheduled, i,
+                     &unit] { OnUnitRead(scheduled, i, ReadUnit(*source_, unit, stats_.get())); },
+                    /*urgent=*/false);
   }
 }
 

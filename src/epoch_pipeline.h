@@ -13,6 +13,7 @@
 #include "stoker/plan.h"
 #include "stoker/stats.h"
 #include "task_pool.h"
+#include "unit_reader.h"
 
 namespace stoker {
 
@@ -26,7 +27,7 @@ namespace stoker {
 /// when a unit finishes or the consumer takes a batch), so no task ever waits on another.
 class EpochPipeline final : public BatchStream {
  public:
-  EpochPipeline(std::shared_ptr<const Manifest> manifest, EpochPlan plan,
+  EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan plan,
                 const LoaderOptions& options, std::shared_ptr<Stats> stats);
   ~EpochPipeline() override;
 
@@ -50,11 +51,9 @@ class EpochPipeline final : public BatchStream {
                   arrow::Result<std::shared_ptr<arrow::RecordBatch>> result);
   void OnBatchAssembled(int64_t batch, arrow::Result<AssembledBatch> result);
 
-  const std::shared_ptr<const Manifest> manifest_;
+  const std::shared_ptr<const UnitSource> source_;
   const EpochPlan plan_;
-  arrow::MemoryPool* const pool_;
   const Assembler assembler_;
-  const OutputKind output_;
   const int64_t prefetch_;
   const int64_t lookahead_;
   const std::shared_ptr<Stats> stats_;

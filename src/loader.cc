@@ -2,11 +2,15 @@
 #include "stoker/loader.h"
 
 #include <arrow/compute/initialize.h>
+#include <arrow/util/parallel.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include "epoch_pipeline.h"
+#include "stoker/column_types.h"
 #include "stoker/error.h"
+#include "unit_reader.h"
 
 namespace stoker {
 
@@ -21,24 +25,138 @@ arrow::Status EnsureComputeInitialized() {
   return status;
 }
 
+// Checks that the output columns suit numpy/torch: types, and nulls that statistics prove.
+arrow::Status CheckTensorOutput(const UnitSource& source) {
+  const auto& ragged = source.transforms->ragged_columns();
+  const std::string where = "'" + source.manifest->files()[0].source.path + "'";
+  for (const auto& field : source.output_schema->fields()) {
+    if (std::find(ragged.begin(), ragged.end(), field->name()) != ragged.end()) continue;
+    ARROW_RETURN_NOT_OK(WithContext(CheckTensorType(*field), where));
+  }
+  std::vector<std::string> as_read;
+  for (const auto& name : source.transforms->UntouchedColumns()) {
+    if (source.output_schema->GetFieldIndex(name) >= 0) as_read.push_back(name);
+  }
+  return CheckNoNullsByStatistics(*source.manifest, as_read);
+}
+
+// Skips the row groups whose statistics rule the filter out, then counts the matching rows
+// of the others (reading only the filter's columns) so the plan knows every unit's size.
+arrow::Result<std::vector<Unit>> CountMatchingRows(const UnitSource& source, Stats* stats) {
+  const Manifest& manifest = *source.manifest;
+  const auto& schema = manifest.schema();
+  ARROW_ASSIGN_OR_RAISE(auto names, RowFilter::ColumnsOf(*source.filter_expression));
+  std::vector<int> columns;
+  for (const auto& name : names) columns.push_back(schema->GetFieldIndex(name));
+
+  std::vector<Unit> candidates;
+  int64_t pruned = 0;
+  for (const auto& unit : manifest.units()) {
+    const auto& file = manifest.files()[unit.file];
+    std::vector<int> leaves;
+    for (const auto& field_leaves : file.column_leaves) {
+      leaves.push_back(field_leaves.size() == 1 ? field_leaves[0] : -1);
+    }
+    if (source.filter->MayMatch(*file.metadata->RowGroup(unit.row_group), leaves)) {
+      candidates.push_back(unit);
+    } else {
+      ++pruned;
+    }
+  }
+  stats->SetPruned(pruned);
+  std::vector<arrow::Result<int64_t>> counts(candidates.size());
+  ARROW_RETURN_NOT_OK(arrow::internal::ParallelFor(static_cast<int>(candidates.size()), [&](int i) {
+    counts[i] = [&]() -> arrow::Result<int64_t> {
+      ARROW_ASSIGN_OR_RAISE(auto batch,
+                            ReadRowGroup(manifest, candidates[i], columns, source.pool, stats));
+      return source.filter->Count(batch, source.pool);
+    }();
+    return arrow::Status::OK();
+  }));
+  std::vector<Unit> units;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    ARROW_ASSIGN_OR_RAISE(int64_t matching, counts[i]);
+    if (matching == 0) continue;
+    Unit unit = candidates[i];
+    unit.num_rows = matching;
+    units.push_back(unit);
+  }
+  return units;
+}
+
+arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& options,
+                                                          Stats* stats) {
+  auto source = std::make_shared<UnitSource>();
+  source->output = options.output;
+  source->pool = options.ResolvedMemoryPool();
+  std::vector<std::string> read = options.columns;
+  if (options.filter.has_value()) {
+    ARROW_ASSIGN_OR_RAISE(auto filter_columns, RowFilter::ColumnsOf(*options.filter));
+    for (const auto& name : filter_columns) {
+      if (!read.empty() && std::find(read.begin(), read.end(), name) == read.end()) {
+        read.push_back(name);
+        source->filter_only_columns.push_back(name);
+      }
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(source->manifest,
+                        CatchAll([&] { return Manifest::Make(options.sources, read); }));
+  const auto& schema = source->manifest->schema();
+  arrow::FieldVector inputs;
+  for (const auto& field : schema->fields()) {
+    const auto& skip = source->filter_only_columns;
+    if (std::find(skip.begin(), skip.end(), field->name()) == skip.end()) inputs.push_back(field);
+  }
+  ARROW_ASSIGN_OR_RAISE(source->transforms,
+                        TransformSpec::Make(options.transforms, arrow::schema(inputs)));
+  source->output_schema = source->transforms->output_schema();
+  if (options.output == OutputKind::kTensor) ARROW_RETURN_NOT_OK(CheckTensorOutput(*source));
+  if (options.filter.has_value()) {
+    source->filter_expression = options.filter;
+    ARROW_ASSIGN_OR_RAISE(source->filter, RowFilter::Make(*options.filter, schema));
+    ARROW_ASSIGN_OR_RAISE(source->units,
+                          CatchAll([&] { return CountMatchingRows(*source, stats); }));
+  } else {
+    source->units = source->manifest->units();
+  }
+  return source;
+}
+
 }  // namespace
 
-Loader::Loader(LoaderOptions options, std::shared_ptr<const Manifest> manifest)
-    : options_(std::move(options)),
-      manifest_(std::move(manifest)),
-      stats_(std::make_shared<Stats>()) {
-  for (const auto& unit : manifest_->units()) unit_rows_.push_back(unit.num_rows);
+Loader::Loader(LoaderOptions options, std::shared_ptr<const UnitSource> source,
+               std::shared_ptr<Stats> stats)
+    : options_(std::move(options)), source_(std::move(source)), stats_(std::move(stats)) {
+  for (const auto& unit : source_->units) {
+    unit_rows_.push_back(unit.num_rows);
+    num_rows_ += unit.num_rows;
+  }
 }
 
 arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
   ARROW_RETURN_NOT_OK(options.Validate());
   ARROW_RETURN_NOT_OK(EnsureComputeInitialized());
-  ARROW_ASSIGN_OR_RAISE(auto manifest, CatchAll([&] { return Manifest::Make(options); }));
-  return std::shared_ptr<Loader>(new Loader(std::move(options), std::move(manifest)));
+  auto stats = std::make_shared<Stats>();
+  ARROW_ASSIGN_OR_RAISE(auto source, MakeUnitSource(options, stats.get()));
+  return std::shared_ptr<Loader>(new Loader(std::move(options), std::move(source), stats));
+}
+
+const Manifest& Loader::manifest() const { return *source_->manifest; }
+
+const std::shared_ptr<arrow::Schema>& Loader::schema() const { return source_->output_schema; }
+
+const TransformSpec& Loader::transforms() const { return *source_->transforms; }
+
+std::string Loader::filter_digest() const {
+  return source_->filter == nullptr ? "" : source_->filter->digest();
+}
+
+const std::vector<std::string>& Loader::ragged_columns() const {
+  return source_->transforms->ragged_columns();
 }
 
 int64_t Loader::num_batches() const {
-  return BatchesPerRank(manifest_->num_rows() / options_.world_size, MakePlanConfig(0));
+  return BatchesPerRank(num_rows_ / options_.world_size, MakePlanConfig(0));
 }
 
 PlanConfig Loader::MakePlanConfig(int64_t epoch) const {
@@ -66,7 +184,7 @@ arrow::Result<EpochPlan> Loader::PlanEpoch(int64_t epoch,
 arrow::Result<std::unique_ptr<BatchStream>> Loader::StartEpoch(
     int64_t epoch, const std::vector<ResumeRound>& resumed) const {
   ARROW_ASSIGN_OR_RAISE(auto plan, PlanEpoch(epoch, resumed));
-  return std::make_unique<EpochPipeline>(manifest_, std::move(plan), options_, stats_);
+  return std::make_unique<EpochPipeline>(source_, std::move(plan), options_, stats_);
 }
 
 arrow::Status Loader::RestoreDeliveredDigest(const std::string& hex) {

@@ -11,7 +11,6 @@
 
 #include <set>
 
-#include "stoker/column_types.h"
 #include "stoker/digest.h"
 #include "stoker/error.h"
 
@@ -70,35 +69,10 @@ arrow::Result<int> FindColumn(const arrow::Schema& schema, const std::string& na
                                 "'");
 }
 
-// Rejects column chunks whose statistics prove they hold nulls, before any data is read.
-arrow::Status CheckNoNullsByStatistics(const ManifestFile& file) {
-  const auto& metadata = *file.metadata;
-  for (int rg = 0; rg < metadata.num_row_groups(); ++rg) {
-    auto row_group = metadata.RowGroup(rg);
-    for (int leaf : file.leaf_columns) {
-      auto chunk = row_group->ColumnChunk(leaf);
-      auto stats = chunk->statistics();
-      if (stats == nullptr || !stats->HasNullCount() || stats->null_count() <= 0) continue;
-      const auto* descr = metadata.schema()->Column(leaf);
-      const std::string column = descr->path()->ToDotVector().front();
-      return arrow::Status::Invalid(
-          "column '", column, "' has ", stats->null_count(), " null values in '", file.source.path,
-          "' (row group ", rg,
-          "); numpy/torch output cannot hold nulls and Stoker does not fill them silently: "
-          "read it with output=\"arrow\", or leave it out of columns");
-    }
-  }
-  return arrow::Status::OK();
-}
-
 // Checks a file's column chunks and appends its non-empty row groups as units. Reads column
 // metadata, which Parquet decodes lazily and may throw on.
-arrow::Status AddUnits(const LoaderOptions& options, size_t i, const ManifestFile& file,
-                       std::vector<Unit>* units, int64_t* num_rows, Digest* fingerprint) {
-  if (options.output == OutputKind::kTensor) {
-    ARROW_RETURN_NOT_OK(CheckNoNullsByStatistics(file));
-  }
-
+arrow::Status AddUnits(size_t i, const ManifestFile& file, std::vector<Unit>* units,
+                       int64_t* num_rows, Digest* fingerprint) {
   fingerprint->Add(file.source.path);
   fingerprint->Add(static_cast<uint64_t>(file.source.size));
   fingerprint->Add(static_cast<uint64_t>(file.source.mtime_ns));
@@ -124,9 +98,9 @@ arrow::Status AddUnits(const LoaderOptions& options, size_t i, const ManifestFil
 
 }  // namespace
 
-arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const LoaderOptions& options) {
-  ARROW_RETURN_NOT_OK(options.Validate());
-  ARROW_ASSIGN_OR_RAISE(auto sources, ResolveSources(options.sources));
+arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const std::vector<std::string>& source_list,
+                                                        const std::vector<std::string>& columns) {
+  ARROW_ASSIGN_OR_RAISE(auto sources, ResolveSources(source_list));
 
   std::vector<arrow::Result<Footer>> footers(sources.size());
   ARROW_RETURN_NOT_OK(arrow::internal::ParallelFor(
@@ -146,7 +120,7 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const LoaderOptions& opt
   auto manifest = std::make_shared<Manifest>();
   const Footer& first = *footers[0];
   const std::string& first_path = sources[0].path;
-  std::vector<std::string> names = options.columns;
+  std::vector<std::string> names = columns;
   if (names.empty()) {
     for (const auto& field : first.schema->fields()) names.push_back(field->name());
   }
@@ -154,9 +128,6 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const LoaderOptions& opt
   for (const auto& name : names) {
     ARROW_ASSIGN_OR_RAISE(int index, FindColumn(*first.schema, name, first_path));
     fields.push_back(first.schema->field(index));
-    if (options.output == OutputKind::kTensor) {
-      ARROW_RETURN_NOT_OK(WithContext(CheckTensorType(*fields.back()), "'" + first_path + "'"));
-    }
   }
   manifest->schema_ = arrow::schema(fields);
 
@@ -166,7 +137,7 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const LoaderOptions& opt
     ManifestFile file;
     file.source = sources[i];
     file.metadata = footer.metadata;
-    if (options.columns.empty() && footer.schema->num_fields() != first.schema->num_fields()) {
+    if (columns.empty() && footer.schema->num_fields() != first.schema->num_fields()) {
       return arrow::Status::Invalid(
           "files disagree on their columns: '", first_path, "' has ", first.schema->num_fields(),
           " (", JoinNames(*first.schema), ") but '", file.source.path, "' has ",
@@ -184,12 +155,15 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const LoaderOptions& opt
                                       field->type()->ToString(), " in '", first_path, "' but ",
                                       other->type()->ToString(), " in '", file.source.path, "'");
       }
-      CollectLeaves(footer.schema_manifest.schema_fields[*found], &file.leaf_columns);
+      std::vector<int> leaves;
+      CollectLeaves(footer.schema_manifest.schema_fields[*found], &leaves);
+      file.leaf_columns.insert(file.leaf_columns.end(), leaves.begin(), leaves.end());
+      file.column_leaves.push_back(std::move(leaves));
     }
     // Column metadata is decoded lazily and may throw (encrypted columns, corrupt footers).
     ARROW_RETURN_NOT_OK(WithContext(CatchAll([&]() -> arrow::Status {
                                       BEGIN_PARQUET_CATCH_EXCEPTIONS
-                                      return AddUnits(options, i, file, &manifest->units_,
+                                      return AddUnits(i, file, &manifest->units_,
                                                       &manifest->num_rows_, &fingerprint);
                                       END_PARQUET_CATCH_EXCEPTIONS
                                     }),
@@ -198,6 +172,38 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const LoaderOptions& opt
   }
   manifest->fingerprint_ = fingerprint.Hex();
   return manifest;
+}
+
+arrow::Status CheckNoNullsByStatistics(const Manifest& manifest,
+                                       const std::vector<std::string>& columns) {
+  for (const auto& file : manifest.files()) {
+    const auto& metadata = *file.metadata;
+    for (const auto& name : columns) {
+      const int field = manifest.schema()->GetFieldIndex(name);
+      if (field < 0) continue;
+      for (int rg = 0; rg < metadata.num_row_groups(); ++rg) {
+        for (int leaf : file.column_leaves[field]) {
+          int64_t nulls = 0;
+          auto status = CatchAll([&]() -> arrow::Status {
+            BEGIN_PARQUET_CATCH_EXCEPTIONS
+            auto stats = metadata.RowGroup(rg)->ColumnChunk(leaf)->statistics();
+            if (stats != nullptr && stats->HasNullCount()) nulls = stats->null_count();
+            return arrow::Status::OK();
+            END_PARQUET_CATCH_EXCEPTIONS
+          });
+          ARROW_RETURN_NOT_OK(WithContext(status, "'" + file.source.path + "'"));
+          if (nulls <= 0) continue;
+          return arrow::Status::Invalid(
+              "column '", name, "' has ", nulls, " null values in '", file.source.path,
+              "' (row group ", rg,
+              "); numpy/torch output cannot hold nulls and Stoker does not fill them silently: "
+              "read it with output=\"arrow\", fill them with a fill_null transform, or leave "
+              "it out of columns");
+        }
+      }
+    }
+  }
+  return arrow::Status::OK();
 }
 
 }  // namespace stoker

@@ -29,6 +29,10 @@ void Stats::AddAssemble(Clock::duration elapsed) {
   assemble_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
 }
 
+void Stats::AddTransform(Clock::duration elapsed) {
+  transform_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
+}
+
 void Stats::AddWait(Clock::duration elapsed) {
   wait_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
 }
@@ -55,6 +59,8 @@ StatsSnapshot Stats::Snapshot() const {
   s.decode_seconds = Seconds(decode_ns_);
   s.assemble_seconds = Seconds(assemble_ns_);
   s.wait_seconds = Seconds(wait_ns_);
+  s.transform_seconds = Seconds(transform_ns_);
+  s.row_groups_pruned = pruned_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(digest_mutex_);
   s.delivered_digest = delivered_.Hex();
   return s;

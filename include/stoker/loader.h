@@ -12,8 +12,11 @@
 #include "stoker/options.h"
 #include "stoker/plan.h"
 #include "stoker/stats.h"
+#include "stoker/transform.h"
 
 namespace stoker {
+
+struct UnitSource;
 
 /// Turns a Parquet dataset into exact, deterministic, shuffled batches, one epoch at a time.
 ///
@@ -31,9 +34,17 @@ class Loader {
   static arrow::Result<std::shared_ptr<Loader>> Make(LoaderOptions options);
 
   const LoaderOptions& options() const { return options_; }
-  const Manifest& manifest() const { return *manifest_; }
-  /// Columns of every batch.
-  const std::shared_ptr<arrow::Schema>& schema() const { return manifest_->schema(); }
+  const Manifest& manifest() const;
+  /// Columns of every batch (after the transforms).
+  const std::shared_ptr<arrow::Schema>& schema() const;
+  /// The compiled transform spec (its canonical form and digest key caches and servers).
+  const TransformSpec& transforms() const;
+  /// Digest of the filter's serialized expression ("" without a filter).
+  std::string filter_digest() const;
+  /// Output columns delivered to tensors as values + offsets.
+  const std::vector<std::string>& ragged_columns() const;
+  /// Rows of an epoch (all ranks): those matching the filter.
+  int64_t num_rows() const { return num_rows_; }
   /// Batches per epoch for this rank (the same for every epoch and every rank).
   int64_t num_batches() const;
   /// The order of `epoch` for this rank; a pure function of dataset, options, epoch and the
@@ -50,12 +61,14 @@ class Loader {
   arrow::Status RestoreDeliveredDigest(const std::string& hex);
 
  private:
-  Loader(LoaderOptions options, std::shared_ptr<const Manifest> manifest);
+  Loader(LoaderOptions options, std::shared_ptr<const UnitSource> source,
+         std::shared_ptr<Stats> stats);
   PlanConfig MakePlanConfig(int64_t epoch) const;
 
   LoaderOptions options_;
-  std::shared_ptr<const Manifest> manifest_;
+  std::shared_ptr<const UnitSource> source_;
   std::vector<int64_t> unit_rows_;
+  int64_t num_rows_ = 0;
   std::shared_ptr<Stats> stats_;
 };
 

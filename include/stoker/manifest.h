@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "stoker/options.h"
 #include "stoker/source.h"
 
 namespace stoker {
@@ -21,6 +20,8 @@ struct ManifestFile {
   std::shared_ptr<parquet::FileMetaData> metadata;
   /// Leaf column indices in this file that hold the projected columns.
   std::vector<int> leaf_columns;
+  /// The same, per projected column (parallel to Manifest::schema()).
+  std::vector<std::vector<int>> column_leaves;
 };
 
 /// The smallest piece of work the plan schedules: one row group.
@@ -38,9 +39,10 @@ struct Unit {
 /// fingerprint of it all. Immutable once made; shared by every epoch of a loader.
 class Manifest {
  public:
-  /// Resolves options.sources, reads every footer (in parallel), checks that the files agree
-  /// on the projected columns and that those columns suit options.output.
-  static arrow::Result<std::shared_ptr<Manifest>> Make(const LoaderOptions& options);
+  /// Resolves the sources, reads every footer (in parallel) and checks that the files agree
+  /// on `columns` (all of the first file's columns when empty).
+  static arrow::Result<std::shared_ptr<Manifest>> Make(const std::vector<std::string>& sources,
+                                                       const std::vector<std::string>& columns);
 
   /// The files in dataset order.
   const std::vector<ManifestFile>& files() const { return files_; }
@@ -60,5 +62,10 @@ class Manifest {
   int64_t num_rows_ = 0;
   std::string fingerprint_;
 };
+
+/// Rejects `columns` when Parquet statistics prove a row group holds nulls in them (tensor
+/// outputs cannot hold nulls), before any data is read. The error names file and row group.
+arrow::Status CheckNoNullsByStatistics(const Manifest& manifest,
+                                       const std::vector<std::string>& columns);
 
 }  // namespace stoker

@@ -1,12 +1,16 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
+#include <arrow/compute/expression.h>
 #include <arrow/memory_pool.h>
 #include <arrow/status.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "stoker/transform.h"
 
 namespace stoker {
 
@@ -56,6 +60,11 @@ struct LoaderOptions {
   int prefetch = 0;
   /// Which column types are allowed (see OutputKind).
   OutputKind output = OutputKind::kTensor;
+  /// Feature transforms applied to each row group in the workers, in order (transform.h).
+  std::vector<TransformOp> transforms;
+  /// Rows kept: those for which this boolean expression is true (null counts as false).
+  /// May name columns outside `columns`; they are read for the filter only. Unset: all rows.
+  std::optional<arrow::compute::Expression> filter;
   /// Where decoded row groups and output batches are allocated (the allocator hook: a GPU
   /// build can pass a pinned-memory pool). nullptr means ResolvedMemoryPool()'s choice.
   arrow::MemoryPool* memory_pool = nullptr;

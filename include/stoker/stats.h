@@ -23,6 +23,10 @@ struct StatsSnapshot {
   double read_seconds = 0;
   double decode_seconds = 0;
   double assemble_seconds = 0;
+  /// Thread-seconds filtering and transforming decoded row groups.
+  double transform_seconds = 0;
+  /// Row groups skipped unread because their statistics prove no row matches the filter.
+  int64_t row_groups_pruned = 0;
   /// Wall seconds the consumer spent blocked waiting for its next batch (the data stall).
   double wait_seconds = 0;
   /// Running digest of the rows delivered, in order (each row named by its index in dataset
@@ -38,6 +42,8 @@ class Stats {
   void AddRead(int64_t bytes, Clock::duration elapsed);
   void AddDecode(Clock::duration elapsed);
   void AddAssemble(Clock::duration elapsed);
+  void AddTransform(Clock::duration elapsed);
+  void SetPruned(int64_t row_groups) { pruned_.store(row_groups, std::memory_order_relaxed); }
   void AddWait(Clock::duration elapsed);
   /// Counts a delivered batch and folds its rows' hash into the running digest.
   void AddDelivered(int64_t rows, uint64_t rows_hash);
@@ -47,7 +53,8 @@ class Stats {
 
  private:
   std::atomic<int64_t> rows_{0}, batches_{0}, units_read_{0}, bytes_read_{0};
-  std::atomic<int64_t> read_ns_{0}, decode_ns_{0}, assemble_ns_{0}, wait_ns_{0};
+  std::atomic<int64_t> read_ns_{0}, decode_ns_{0}, assemble_ns_{0}, wait_ns_{0}, transform_ns_{0};
+  std::atomic<int64_t> pruned_{0};
   mutable std::mutex digest_mutex_;
   Digest delivered_;
 };

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import atexit
 import os
+import queue
+import threading
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
-from stoker import _core, _state
+from stoker import _core, _state, _transforms
 
 _OUTPUTS = ("numpy", "torch", "arrow")
 
@@ -77,13 +80,25 @@ class _Progress:
 
 
 class _EpochIterator:
-    """Iterates one epoch; closing it (or dropping it) stops the workers."""
+    """Iterates one epoch; closing it (or dropping it) stops the workers.
 
-    def __init__(self, epoch: Any, output: str, progress: _Progress) -> None:
+    With a batch_transform, a background thread pulls batches from the engine and applies
+    it, at most `prefetch` batches ahead, so the training thread only dequeues."""
+
+    def __init__(self, epoch: Any, output: str, progress: _Progress,
+                 batch_transform: Callable[[Any], Any] | None, prefetch: int) -> None:
         self._epoch = epoch
         self._output = output
         self._progress = progress
         self._len = epoch.num_batches()
+        self._transform = batch_transform
+        self._queue: queue.Queue | None = None
+        self._stop = threading.Event()
+        if batch_transform is not None:
+            self._queue = queue.Queue(maxsize=prefetch)
+            self._thread = threading.Thread(target=self._pump, name="stoker-batch-transform",
+                                            daemon=True)
+            self._thread.start()
         _live_epochs.add(self)
 
     def __iter__(self) -> _EpochIterator:
@@ -93,23 +108,60 @@ class _EpochIterator:
         """Batches of this epoch (after a resume: the batches left)."""
         return self._len
 
+    def _pull(self) -> tuple[int, Any] | None:
+        """The engine's next batch as (rows, batch); None at the end."""
+        batch = self._epoch.next()
+        if batch is None:
+            return None
+        if self._output == "arrow":
+            batch = pa.record_batch(_CapsuleBatch(batch))
+            return batch.num_rows, batch
+        return len(next(iter(batch.values()))), batch
+
+    def _pump(self) -> None:
+        try:
+            while not self._stop.is_set():
+                item = self._pull()
+                if item is not None:
+                    item = (item[0], self._transform(item[1]))
+                while not self._stop.is_set():
+                    try:
+                        self._queue.put(("ok", item), timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+                if item is None:
+                    return
+        except BaseException as error:  # handed to the consumer, raised there
+            self._queue.put(("error", error))
+
     def __next__(self) -> Any:
         if self._epoch is None:
             raise StopIteration
-        batch = self._epoch.next()
-        if batch is None:
+        if self._queue is None:
+            item = self._pull()
+        else:
+            kind, item = self._queue.get()
+            if kind == "error":
+                self.close()
+                raise item
+        if item is None:
             self._progress.finished = True
             self.close()
             raise StopIteration
-        if self._output == "arrow":
-            batch = pa.record_batch(_CapsuleBatch(batch))
-            self._progress.rows += batch.num_rows
-        else:
-            self._progress.rows += len(next(iter(batch.values())))
+        rows, batch = item
+        self._progress.rows += rows
         return batch
 
     def close(self) -> None:
+        self._stop.set()
         epoch, self._epoch = self._epoch, None
+        if self._queue is not None and self._thread is not threading.current_thread():
+            while self._thread.is_alive():  # unblock a full queue, then let it see _stop
+                try:
+                    self._queue.get(timeout=0.05)
+                except queue.Empty:
+                    pass
         if epoch is not None:
             epoch.close()
 
@@ -141,6 +193,12 @@ class Loader:
         prefetch: finished batches kept ready ahead of the consumer; None: 2 per thread.
         output: "numpy" (dict of np.ndarray), "torch" (dict of torch.Tensor) or "arrow"
             (pyarrow.RecordBatch).
+        transforms: feature transforms run per row group in the C++ workers: a list of
+            dicts such as ``{"op": "log1p", "column": "I1"}`` (docs/transforms.md).
+        filter: a ``pyarrow.compute`` expression; only rows for which it is true are
+            delivered. Row groups whose statistics rule it out are skipped unread.
+        batch_transform: a Python callable applied to each finished batch in a background
+            thread: the slow path, for what the transforms cannot express.
     """
 
     def __init__(
@@ -158,6 +216,9 @@ class Loader:
         num_threads: int | None = None,
         prefetch: int | None = None,
         output: str = "numpy",
+        transforms: Sequence[dict[str, Any]] | None = None,
+        filter: pc.Expression | None = None,  # noqa: A002 (the public name)
+        batch_transform: Callable[[Any], Any] | None = None,
     ) -> None:
         if output not in _OUTPUTS:
             raise ValueError(f"output must be one of {', '.join(map(repr, _OUTPUTS))}, "
@@ -174,7 +235,14 @@ class Loader:
         rank = _int_option("rank", rank, minimum=0)
         if rank >= world_size:
             raise ValueError(f"rank must be < world_size ({world_size}), got {rank}")
+        if filter is not None and not isinstance(filter, pc.Expression):
+            raise TypeError(f"filter must be a pyarrow.compute expression such as "
+                            f"pc.field('label') > 0, got {filter!r}")
+        if batch_transform is not None and not callable(batch_transform):
+            raise TypeError(f"batch_transform must be callable, got {batch_transform!r}")
         self._output = output
+        self._batch_transform = batch_transform
+        self._prefetch = prefetch or 2
         self._rank, self._world_size = rank, world_size
         self._epoch = 0  # the epoch the next iter() reads
         self._pending_rounds: list[list[int]] = []  # its consumed stretches, after a resume
@@ -193,6 +261,8 @@ class Loader:
             num_threads=_int_option("num_threads", num_threads, minimum=1, allow_none=True),
             prefetch=_int_option("prefetch", prefetch, minimum=1, allow_none=True),
             output=output,
+            transforms=_transforms.normalize(transforms),
+            filter=None if filter is None else filter.__reduce__()[1][0].to_pybytes(),
         )
         self._schema = pa.schema(_CapsuleSchema(self._core.schema_capsule()))
         dataset = self._core.dataset()
@@ -206,6 +276,7 @@ class Loader:
             "batch_size": batch_size,
             "drop_last": bool(drop_last),
             "columns_digest": _state.columns_digest(self._schema.names),
+            "filter_digest": dataset["filter_digest"],
         }
 
     @property
@@ -228,7 +299,8 @@ class Loader:
         self._epoch, self._pending_rounds = epoch + 1, []
         stream = self._core.start_epoch(epoch, [tuple(r) for r in rounds])
         self._progress = _Progress(epoch, rounds)
-        return _EpochIterator(stream, self._output, self._progress)
+        return _EpochIterator(stream, self._output, self._progress, self._batch_transform,
+                              self._prefetch)
 
     def state_dict(self) -> dict[str, Any]:
         """Where this rank stands, as a small JSON-serializable dict: the epoch, the rows each

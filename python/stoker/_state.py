@@ -49,6 +49,7 @@ _CHECKED = {
     "batch_size": "batch_size",
     "drop_last": "drop_last",
     "columns_digest": "the column set",
+    "filter_digest": "the filter",
 }
 
 

@@ -7,13 +7,16 @@
 
 #include <arrow/array.h>
 #include <arrow/c/bridge.h>
+#include <arrow/compute/expression.h>
 #include <arrow/record_batch.h>
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -131,6 +134,27 @@ nb::object ToTensor(const arrow::ArrayData& data) {
   return array.cast();
 }
 
+// A variable-length list column as two tensors: the values, and int64 offsets from 0.
+template <typename Framework>
+std::pair<nb::object, nb::object> ToRaggedTensors(const arrow::ArrayData& data) {
+  const bool large = data.type->id() == arrow::Type::LARGE_LIST;
+  auto offset_at = [&](int64_t i) -> int64_t {
+    return large ? data.GetValues<int64_t>(1)[i] : data.GetValues<int32_t>(1)[i];
+  };
+  const int64_t first = offset_at(0);
+  const int64_t last = offset_at(data.length);
+  auto offsets = ValueOrRaise(arrow::AllocateBuffer((data.length + 1) * sizeof(int64_t)));
+  auto* out = reinterpret_cast<int64_t*>(offsets->mutable_data());
+  for (int64_t i = 0; i <= data.length; ++i) out[i] = offset_at(i) - first;
+  const size_t shape = static_cast<size_t>(data.length + 1);
+  void* ptr = offsets->mutable_data();
+  nb::ndarray<Framework> offsets_array(ptr, 1, &shape,
+                                       Owner(std::shared_ptr<arrow::Buffer>(std::move(offsets))),
+                                       nullptr, nb::dtype<int64_t>());
+  auto values = data.child_data[0]->Slice(first, last - first);
+  return {ToTensor<Framework>(*values), offsets_array.cast()};
+}
+
 enum class Output { kNumpy, kTorch, kArrow };
 
 Output ParseOutput(const std::string& output) {
@@ -146,8 +170,8 @@ Output ParseOutput(const std::string& output) {
 // One epoch being read; Python iterates it.
 class Epoch {
  public:
-  Epoch(std::unique_ptr<stoker::BatchStream> stream, Output output)
-      : stream_(std::move(stream)), output_(output) {}
+  Epoch(std::unique_ptr<stoker::BatchStream> stream, Output output, std::vector<std::string> ragged)
+      : stream_(std::move(stream)), output_(output), ragged_(std::move(ragged)) {}
 
   // The next batch, or None after the last one.
   nb::object Next() {
@@ -175,7 +199,15 @@ class Epoch {
     nb::dict columns;
     for (int i = 0; i < batch->num_columns(); ++i) {
       const auto& data = *batch->column_data(i);
-      columns[batch->schema()->field(i)->name().c_str()] =
+      const std::string& name = batch->schema()->field(i)->name();
+      if (std::find(ragged_.begin(), ragged_.end(), name) != ragged_.end()) {
+        auto [values, offsets] = output_ == Output::kTorch ? ToRaggedTensors<nb::pytorch>(data)
+                                                           : ToRaggedTensors<nb::numpy>(data);
+        columns[name.c_str()] = values;
+        columns[(name + "_offsets").c_str()] = offsets;
+        continue;
+      }
+      columns[name.c_str()] =
           output_ == Output::kTorch ? ToTensor<nb::pytorch>(data) : ToTensor<nb::numpy>(data);
     }
     return columns;
@@ -193,15 +225,48 @@ class Epoch {
  private:
   std::unique_ptr<stoker::BatchStream> stream_;
   Output output_;
+  std::vector<std::string> ragged_;
 };
+
+// A transform op from the dict the Python layer normalizes every op into.
+stoker::TransformOp ParseOp(const nb::dict& d) {
+  stoker::TransformOp op;
+  op.kind = ValueOrRaise(stoker::ParseTransformKind(nb::cast<std::string>(d["op"])));
+  op.columns = nb::cast<std::vector<std::string>>(d["columns"]);
+  op.output = nb::cast<std::string>(d["output"]);
+  op.dtype = nb::cast<std::string>(d["dtype"]);
+  nb::handle value = d["value"];
+  if (nb::isinstance<nb::str>(value)) {
+    op.is_text = true;
+    op.text = nb::cast<std::string>(value);
+  } else {
+    op.number = nb::cast<double>(value);
+  }
+  op.low = nb::cast<double>(d["min"]);
+  op.high = nb::cast<double>(d["max"]);
+  op.mean = nb::cast<double>(d["mean"]);
+  op.std = nb::cast<double>(d["std"]);
+  op.boundaries = nb::cast<std::vector<double>>(d["boundaries"]);
+  op.num_buckets = nb::cast<int64_t>(d["num_buckets"]);
+  op.path = nb::cast<std::string>(d["path"]);
+  op.default_id = nb::cast<int64_t>(d["default"]);
+  op.length = nb::cast<int64_t>(d["length"]);
+  return op;
+}
 
 class PyLoader {
  public:
   PyLoader(std::vector<std::string> sources, std::vector<std::string> columns, int64_t batch_size,
            bool shuffle, uint64_t seed, int64_t shuffle_window, int rank, int world_size,
-           bool drop_last, int num_threads, int prefetch, const std::string& output)
+           bool drop_last, int num_threads, int prefetch, const std::string& output,
+           const nb::list& transforms, std::optional<nb::bytes> filter)
       : output_(ParseOutput(output)) {
     stoker::LoaderOptions options;
+    for (nb::handle op : transforms) options.transforms.push_back(ParseOp(nb::cast<nb::dict>(op)));
+    if (filter.has_value()) {
+      auto buffer = arrow::Buffer::FromString(std::string(filter->c_str(), filter->size()));
+      options.filter = ValueOrRaise(arrow::compute::Deserialize(buffer));
+    }
     options.sources = std::move(sources);
     options.columns = std::move(columns);
     options.batch_size = batch_size;
@@ -235,7 +300,7 @@ class PyLoader {
       nb::gil_scoped_release release;
       stream = loader_->StartEpoch(epoch, rounds);
     }
-    return new Epoch(ValueOrRaise(std::move(stream)), output_);
+    return new Epoch(ValueOrRaise(std::move(stream)), output_, loader_->ragged_columns());
   }
 
   nb::dict Stats() const {
@@ -250,6 +315,8 @@ class PyLoader {
     out["assemble_seconds"] = s.assemble_seconds;
     out["wait_seconds"] = s.wait_seconds;
     out["delivered_digest"] = s.delivered_digest;
+    out["transform_seconds"] = s.transform_seconds;
+    out["row_groups_pruned"] = s.row_groups_pruned;
     return out;
   }
 
@@ -264,7 +331,11 @@ class PyLoader {
     for (const auto& file : manifest.files()) files.append(file.source.path);
     nb::dict out;
     out["files"] = files;
-    out["rows"] = manifest.num_rows();
+    out["rows"] = loader_->num_rows();
+    out["rows_stored"] = manifest.num_rows();
+    out["transform_digest"] = loader_->transforms().digest();
+    out["transform_canonical"] = loader_->transforms().canonical();
+    out["filter_digest"] = loader_->filter_digest();
     out["row_groups"] = static_cast<int64_t>(manifest.units().size());
     out["fingerprint"] = manifest.fingerprint();
     out["shuffle_window"] = loader_->options().ResolvedShuffleWindow();
@@ -288,10 +359,12 @@ NB_MODULE(_core, m) {
 
   nb::class_<PyLoader>(m, "Loader")
       .def(nb::init<std::vector<std::string>, std::vector<std::string>, int64_t, bool, uint64_t,
-                    int64_t, int, int, bool, int, int, const std::string&>(),
+                    int64_t, int, int, bool, int, int, const std::string&, const nb::list&,
+                    std::optional<nb::bytes>>(),
            nb::arg("sources"), nb::arg("columns"), nb::arg("batch_size"), nb::arg("shuffle"),
            nb::arg("seed"), nb::arg("shuffle_window"), nb::arg("rank"), nb::arg("world_size"),
-           nb::arg("drop_last"), nb::arg("num_threads"), nb::arg("prefetch"), nb::arg("output"))
+           nb::arg("drop_last"), nb::arg("num_threads"), nb::arg("prefetch"), nb::arg("output"),
+           nb::arg("transforms"), nb::arg("filter").none())
       .def("num_batches", &PyLoader::NumBatches)
       .def("schema_capsule", &PyLoader::Schema)
       .def("start_epoch", &PyLoader::StartEpoch, nb::arg("epoch"), nb::arg("resumed"),
