@@ -10,6 +10,7 @@
 #include <parquet/exception.h>
 #include <parquet/file_reader.h>
 
+#include <algorithm>
 #include <numeric>
 
 #include "stoker/column_types.h"
@@ -124,8 +125,13 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnit(const UnitSource& so
                                   " were counted when the loader was made: the file changed");
   }
   if (source.output == OutputKind::kTensor) {
+    const auto& ragged = source.transforms->ragged_columns();
     for (int i = 0; i < batch->num_columns(); ++i) {
-      if (HasNulls(*batch->column_data(i))) {
+      const auto& data = *batch->column_data(i);
+      const bool is_ragged = std::find(ragged.begin(), ragged.end(),
+                                       batch->schema()->field(i)->name()) != ragged.end();
+      // A null list of a ragged column arrives as an empty one; its values must not be null.
+      if (is_ragged ? HasNulls(*data.child_data[0]) : HasNulls(data)) {
         return arrow::Status::Invalid(
             "column '", batch->schema()->field(i)->name(), "' has null values in ",
             Where(manifest, unit),
