@@ -132,7 +132,7 @@ class _EpochIterator:
                         continue
                 if item is None:
                     return
-        except BaseException as error:  # handed to the consumer, raised there
+        except BaseException as error:  # noqa: BLE001 (handed to the consumer, raised there)
             self._queue.put(("error", error))
 
     def __next__(self) -> Any:
@@ -217,7 +217,7 @@ class Loader:
         prefetch: int | None = None,
         output: str = "numpy",
         transforms: Sequence[dict[str, Any]] | None = None,
-        filter: pc.Expression | None = None,  # noqa: A002 (the public name)
+        filter: pc.Expression | None = None,
         batch_transform: Callable[[Any], Any] | None = None,
     ) -> None:
         if output not in _OUTPUTS:

@@ -12,7 +12,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 import stoker
-
 from conftest import ROWS
 
 CORPUS = Path(__file__).parent.parent / "data" / "parquet-testing" / "data"
