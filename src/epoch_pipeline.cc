@@ -30,6 +30,11 @@ EpochPipeline::~EpochPipeline() {
     cancelled_ = true;
   }
   ready_cv_.notify_all();
+  {
+    // Fetch callbacks refer to this pipeline: wait until none is outstanding.
+    std::unique_lock<std::mutex> lock(fetch_mutex_);
+    fetches_done_.wait(lock, [this] { return fetches_in_flight_.load() == 0; });
+  }
   workers_.Shutdown();
 }
 
@@ -46,9 +51,30 @@ void EpochPipeline::ScheduleWindow(int64_t scheduled) {
   slot.pending_units = w.num_units;
   for (int64_t i = 0; i < w.num_units; ++i) {
     const Unit& unit = source_->units[slot.data->unit_ids[i]];
-    workers_.Submit([this, scheduled, i,
-                     &unit] { OnUnitRead(scheduled, i, ReadUnit(*source_, unit, stats_.get())); },
-                    /*urgent=*/false);
+    // The fetch runs on the I/O executor; when its bytes are in, a worker decodes it. The
+    // callback may run right here (an already finished future), so it must not lock mutex_.
+    auto fetch = StartFetch(*source_->manifest, unit, AllColumns(*source_), source_->io_context(),
+                            stats_.get());
+    auto decode = [this, scheduled, i, &unit, fetch] {
+      auto raw = fetch.ok() ? DecodeFetch(*source_->manifest, unit, fetch->get(), source_->pool,
+                                          stats_.get())
+                            : arrow::Result<std::shared_ptr<arrow::RecordBatch>>(fetch.status());
+      if (!raw.ok()) return OnUnitRead(scheduled, i, raw.status());
+      OnUnitRead(scheduled, i, FinishUnit(*source_, unit, std::move(*raw), stats_.get()));
+    };
+    if (!fetch.ok()) {
+      workers_.Submit(std::move(decode), /*urgent=*/false);
+      continue;
+    }
+    fetches_in_flight_.fetch_add(1);
+    (*fetch)->ready.AddCallback(
+        [this, decode = std::move(decode), arrived = *fetch](const arrow::Status&) {
+          NoteArrived(*arrived, stats_.get());
+          workers_.Submit(decode, /*urgent=*/false);
+          std::lock_guard<std::mutex> lock(fetch_mutex_);
+          fetches_in_flight_.fetch_sub(1);
+          fetches_done_.notify_all();
+        });
   }
 }
 

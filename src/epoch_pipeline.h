@@ -1,6 +1,7 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <memory>
@@ -17,9 +18,10 @@
 
 namespace stoker {
 
-/// Runs one epoch's plan on a pool of worker threads: unit tasks read and decode the row
-/// groups of windows, assembly tasks gather batches from loaded windows, and a reorder buffer
-/// hands batches out in plan order, whatever order the threads finish in.
+/// Runs one epoch's plan: the row groups of windows are fetched on the I/O executor (many
+/// requests in flight) and decoded, filtered and transformed by worker threads, assembly tasks
+/// gather batches from loaded windows, and a reorder buffer hands batches out in plan order,
+/// whatever order the threads finish in.
 ///
 /// Bounds: at most `prefetch` batches assembled or being assembled ahead of the consumer;
 /// resident windows are those the next batches need plus `lookahead` more (1 window with
@@ -70,6 +72,11 @@ class EpochPipeline final : public BatchStream {
   std::map<int64_t, AssembledBatch> ready_;
   arrow::Status error_;
   bool cancelled_ = false;
+
+  /// Fetches whose completion callback has not run yet (it refers to this object).
+  std::atomic<int64_t> fetches_in_flight_{0};
+  std::mutex fetch_mutex_;
+  std::condition_variable fetches_done_;
 
   TaskPool workers_;
 };

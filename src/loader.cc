@@ -3,6 +3,7 @@
 
 #include <arrow/compute/initialize.h>
 #include <arrow/util/parallel.h>
+#include <arrow/util/thread_pool.h>
 
 #include <algorithm>
 #include <mutex>
@@ -28,7 +29,7 @@ arrow::Status EnsureComputeInitialized() {
 // Checks that the output columns suit numpy/torch: types, and nulls that statistics prove.
 arrow::Status CheckTensorOutput(const UnitSource& source) {
   const auto& ragged = source.transforms->ragged_columns();
-  const std::string where = "'" + source.manifest->files()[0].source.path + "'";
+  const std::string where = "'" + source.manifest->files()[0].source.display + "'";
   for (const auto& field : source.output_schema->fields()) {
     if (std::find(ragged.begin(), ragged.end(), field->name()) != ragged.end()) continue;
     ARROW_RETURN_NOT_OK(WithContext(CheckTensorType(*field), where));
@@ -67,8 +68,7 @@ arrow::Result<std::vector<Unit>> CountMatchingRows(const UnitSource& source, Sta
   std::vector<arrow::Result<int64_t>> counts(candidates.size());
   ARROW_RETURN_NOT_OK(arrow::internal::ParallelFor(static_cast<int>(candidates.size()), [&](int i) {
     counts[i] = [&]() -> arrow::Result<int64_t> {
-      ARROW_ASSIGN_OR_RAISE(auto batch,
-                            ReadRowGroup(manifest, candidates[i], columns, source.pool, stats));
+      ARROW_ASSIGN_OR_RAISE(auto batch, ReadRowGroup(source, candidates[i], columns, stats));
       return source.filter->Count(batch, source.pool);
     }();
     return arrow::Status::OK();
@@ -89,6 +89,8 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
   auto source = std::make_shared<UnitSource>();
   source->output = options.output;
   source->pool = options.ResolvedMemoryPool();
+  ARROW_ASSIGN_OR_RAISE(source->io_executor,
+                        arrow::internal::ThreadPool::Make(options.storage.ResolvedIoThreads()));
   std::vector<std::string> read = options.columns;
   if (options.filter.has_value()) {
     ARROW_ASSIGN_OR_RAISE(auto filter_columns, RowFilter::ColumnsOf(*options.filter));
@@ -99,8 +101,10 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
       }
     }
   }
-  ARROW_ASSIGN_OR_RAISE(source->manifest,
-                        CatchAll([&] { return Manifest::Make(options.sources, read); }));
+  ARROW_ASSIGN_OR_RAISE(source->manifest, CatchAll([&] {
+                          return Manifest::Make(options.sources, read, options.storage,
+                                                stats->retry_counter());
+                        }));
   const auto& schema = source->manifest->schema();
   arrow::FieldVector inputs;
   for (const auto& field : schema->fields()) {

@@ -73,7 +73,7 @@ arrow::Result<int> FindColumn(const arrow::Schema& schema, const std::string& na
 // metadata, which Parquet decodes lazily and may throw on.
 arrow::Status AddUnits(size_t i, const ManifestFile& file, std::vector<Unit>* units,
                        int64_t* num_rows, Digest* fingerprint) {
-  fingerprint->Add(file.source.path);
+  fingerprint->Add(file.source.display);
   fingerprint->Add(static_cast<uint64_t>(file.source.size));
   fingerprint->Add(static_cast<uint64_t>(file.source.mtime_ns));
   const auto& metadata = *file.metadata;
@@ -99,8 +99,10 @@ arrow::Status AddUnits(size_t i, const ManifestFile& file, std::vector<Unit>* un
 }  // namespace
 
 arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const std::vector<std::string>& source_list,
-                                                        const std::vector<std::string>& columns) {
-  ARROW_ASSIGN_OR_RAISE(auto sources, ResolveSources(source_list));
+                                                        const std::vector<std::string>& columns,
+                                                        const StorageOptions& storage,
+                                                        const RetryCounter& retries) {
+  ARROW_ASSIGN_OR_RAISE(auto sources, ResolveSources(source_list, storage, retries));
 
   std::vector<arrow::Result<Footer>> footers(sources.size());
   ARROW_RETURN_NOT_OK(arrow::internal::ParallelFor(
@@ -113,13 +115,13 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const std::vector<std::s
   for (size_t i = 0; i < sources.size(); ++i) {
     if (!footers[i].ok()) {
       return WithContext(footers[i].status(),
-                         "'" + sources[i].path + "' could not be read as Parquet");
+                         "'" + sources[i].display + "' could not be read as Parquet");
     }
   }
 
   auto manifest = std::make_shared<Manifest>();
   const Footer& first = *footers[0];
-  const std::string& first_path = sources[0].path;
+  const std::string& first_path = sources[0].display;
   std::vector<std::string> names = columns;
   if (names.empty()) {
     for (const auto& field : first.schema->fields()) names.push_back(field->name());
@@ -140,11 +142,11 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const std::vector<std::s
     if (columns.empty() && footer.schema->num_fields() != first.schema->num_fields()) {
       return arrow::Status::Invalid(
           "files disagree on their columns: '", first_path, "' has ", first.schema->num_fields(),
-          " (", JoinNames(*first.schema), ") but '", file.source.path, "' has ",
+          " (", JoinNames(*first.schema), ") but '", file.source.display, "' has ",
           footer.schema->num_fields(), " (", JoinNames(*footer.schema), ")");
     }
     for (const auto& field : fields) {
-      auto found = FindColumn(*footer.schema, field->name(), file.source.path);
+      auto found = FindColumn(*footer.schema, field->name(), file.source.display);
       if (!found.ok()) {
         return WithContext(found.status(), "files disagree on their columns: '" + first_path +
                                                "' has column '" + field->name() + "'");
@@ -153,7 +155,7 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const std::vector<std::s
       if (!other->type()->Equals(*field->type())) {
         return arrow::Status::Invalid("files disagree on column '", field->name(), "': it is ",
                                       field->type()->ToString(), " in '", first_path, "' but ",
-                                      other->type()->ToString(), " in '", file.source.path, "'");
+                                      other->type()->ToString(), " in '", file.source.display, "'");
       }
       std::vector<int> leaves;
       CollectLeaves(footer.schema_manifest.schema_fields[*found], &leaves);
@@ -167,7 +169,7 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const std::vector<std::s
                                                       &manifest->num_rows_, &fingerprint);
                                       END_PARQUET_CATCH_EXCEPTIONS
                                     }),
-                                    "'" + file.source.path + "' could not be read as Parquet"));
+                                    "'" + file.source.display + "' could not be read as Parquet"));
     manifest->files_.push_back(std::move(file));
   }
   manifest->fingerprint_ = fingerprint.Hex();
@@ -191,10 +193,10 @@ arrow::Status CheckNoNullsByStatistics(const Manifest& manifest,
             return arrow::Status::OK();
             END_PARQUET_CATCH_EXCEPTIONS
           });
-          ARROW_RETURN_NOT_OK(WithContext(status, "'" + file.source.path + "'"));
+          ARROW_RETURN_NOT_OK(WithContext(status, "'" + file.source.display + "'"));
           if (nulls <= 0) continue;
           return arrow::Status::Invalid(
-              "column '", name, "' has ", nulls, " null values in '", file.source.path,
+              "column '", name, "' has ", nulls, " null values in '", file.source.display,
               "' (row group ", rg,
               "); numpy/torch output cannot hold nulls and Stoker does not fill them silently: "
               "read it with output=\"arrow\", fill them with a fill_null transform, or leave "

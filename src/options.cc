@@ -31,6 +31,12 @@ arrow::Status LoaderOptions::Validate() const {
     return arrow::Status::Invalid("prefetch must be >= 1 batch (or None for the default), got ",
                                   prefetch);
   }
+  if (storage.max_attempts < 1) {
+    return arrow::Status::Invalid("storage max_attempts must be >= 1, got ", storage.max_attempts);
+  }
+  if (storage.io_threads < 0) {
+    return arrow::Status::Invalid("storage io_threads must be >= 1, got ", storage.io_threads);
+  }
   for (size_t i = 0; i < columns.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (columns[i] == columns[j]) {

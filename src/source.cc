@@ -27,6 +27,7 @@ SourceFile ToSourceFile(const std::shared_ptr<arrow::fs::FileSystem>& fs,
   SourceFile file;
   file.filesystem = fs;
   file.path = info.path();
+  file.display = fs->type_name() == "local" ? info.path() : fs->type_name() + "://" + info.path();
   file.size = info.size();
   file.mtime_ns =
       info.mtime() == arrow::fs::kNoTime
@@ -55,7 +56,9 @@ arrow::Result<std::vector<SourceFile>> ListFiles(const std::shared_ptr<arrow::fs
   return files;
 }
 
-arrow::Result<std::vector<SourceFile>> ResolveOne(const std::string& source) {
+arrow::Result<std::vector<SourceFile>> ResolveOne(const std::string& source,
+                                                  const StorageOptions& storage,
+                                                  const RetryCounter& retries) {
   std::string location = source;
   if (!IsUri(source)) {
     location = std::filesystem::absolute(source).lexically_normal().string();
@@ -69,11 +72,13 @@ arrow::Result<std::vector<SourceFile>> ResolveOne(const std::string& source) {
     if (base.empty() || EndsWith(base, ":/")) base += "/";
   }
   std::string base_path;
-  ARROW_ASSIGN_OR_RAISE(auto fs, arrow::fs::FileSystemFromUriOrPath(base, &base_path));
+  ARROW_ASSIGN_OR_RAISE(auto fs, OpenFileSystem(base, storage, retries, &base_path));
 
   if (glob) {
-    std::string pattern;
-    ARROW_RETURN_NOT_OK(arrow::fs::FileSystemFromUriOrPath(location, &pattern).status());
+    // The pattern in the filesystem's own path terms: the base's path, then the rest.
+    std::string pattern = base_path;
+    if (!pattern.empty() && pattern.back() == '/') pattern.pop_back();
+    pattern += location.substr(base.size() - (base.back() == '/' ? 1 : 0));
     ARROW_ASSIGN_OR_RAISE(auto base_info, fs->GetFileInfo(base_path));
     if (base_info.type() != arrow::fs::FileType::Directory) {
       return NotFound("source '", source, "': directory '", base, "' does not exist");
@@ -108,11 +113,13 @@ arrow::Result<std::vector<SourceFile>> ResolveOne(const std::string& source) {
 
 }  // namespace
 
-arrow::Result<std::vector<SourceFile>> ResolveSources(const std::vector<std::string>& sources) {
+arrow::Result<std::vector<SourceFile>> ResolveSources(const std::vector<std::string>& sources,
+                                                      const StorageOptions& storage,
+                                                      const RetryCounter& retries) {
   std::vector<SourceFile> all;
   std::set<std::string> seen;
   for (const auto& source : sources) {
-    ARROW_ASSIGN_OR_RAISE(auto files, ResolveOne(source));
+    ARROW_ASSIGN_OR_RAISE(auto files, ResolveOne(source, storage, retries));
     for (auto& file : files) {
       const std::string key = file.filesystem->type_name() + ":" + file.path;
       if (!seen.insert(key).second) {

@@ -21,6 +21,11 @@ void Stats::AddRead(int64_t bytes, Clock::duration elapsed) {
   read_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
 }
 
+void Stats::AddRequest(int64_t bytes) {
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  bytes_fetched_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
 void Stats::AddDecode(Clock::duration elapsed) {
   decode_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
 }
@@ -61,6 +66,9 @@ StatsSnapshot Stats::Snapshot() const {
   s.wait_seconds = Seconds(wait_ns_);
   s.transform_seconds = Seconds(transform_ns_);
   s.row_groups_pruned = pruned_.load(std::memory_order_relaxed);
+  s.requests = requests_.load(std::memory_order_relaxed);
+  s.bytes_fetched = bytes_fetched_.load(std::memory_order_relaxed);
+  s.retries = retries_->load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(digest_mutex_);
   s.delivered_digest = delivered_.Hex();
   return s;

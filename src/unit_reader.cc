@@ -2,17 +2,16 @@
 #include "unit_reader.h"
 
 #include <arrow/array.h>
+#include <arrow/filesystem/filesystem.h>
 #include <arrow/io/caching.h>
-#include <arrow/io/interfaces.h>
 #include <arrow/table.h>
-#include <arrow/util/future.h>
 #include <parquet/arrow/reader.h>
 #include <parquet/exception.h>
-#include <parquet/file_reader.h>
 
 #include <algorithm>
 #include <numeric>
 
+#include "counting_file.h"
 #include "stoker/column_types.h"
 #include "stoker/error.h"
 
@@ -20,44 +19,72 @@ namespace stoker {
 
 namespace {
 
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadRowGroupUnchecked(
-    const Manifest& manifest, const Unit& unit, const std::vector<int>& columns,
-    arrow::MemoryPool* pool, Stats* stats) {
+std::string Where(const Manifest& manifest, const Unit& unit) {
+  return "'" + manifest.files()[unit.file].source.display + "' (row group " +
+         std::to_string(unit.row_group) + ")";
+}
+
+// Keeps the status's code, adds where it happened. A feature Parquet C++ lacks (e.g. a
+// nested column chunk over 2 GiB) is a property of this file the user must act on, like
+// any other unreadable data.
+arrow::Status ReadError(arrow::Status status, const Manifest& manifest, const Unit& unit) {
+  if (status.IsNotImplemented()) status = arrow::Status::IOError(status.message());
+  return WithContext(status, "reading " + Where(manifest, unit));
+}
+
+arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetchUnchecked(const Manifest& manifest,
+                                                                  const Unit& unit,
+                                                                  std::vector<int> columns,
+                                                                  const arrow::io::IOContext& io,
+                                                                  Stats* stats) {
   const ManifestFile& file = manifest.files()[unit.file];
-  const std::vector<int> row_groups{unit.row_group};
-  std::vector<int> leaves;
-  for (int c : columns) {
-    leaves.insert(leaves.end(), file.column_leaves[c].begin(), file.column_leaves[c].end());
+  auto fetch = std::make_shared<RowGroupFetch>();
+  fetch->columns = std::move(columns);
+  for (int c : fetch->columns) {
+    const auto& leaves = file.column_leaves[c];
+    fetch->leaves.insert(fetch->leaves.end(), leaves.begin(), leaves.end());
   }
-  std::shared_ptr<arrow::Table> table;
-
-  const auto start = Stats::Clock::now();
-  Stats::Clock::time_point fetched;
-  ARROW_ASSIGN_OR_RAISE(auto input, file.source.filesystem->OpenInputFile(file.source.path));
+  fetch->started = Stats::Clock::now();
+  // Opening by FileInfo skips a metadata request (the size is known from the listing).
+  arrow::fs::FileInfo info(file.source.path, arrow::fs::FileType::File);
+  info.set_size(file.source.size);
+  ARROW_ASSIGN_OR_RAISE(auto input, file.source.filesystem->OpenInputFile(info));
+  auto counted = std::make_shared<CountingFile>(std::move(input), stats);
+  const std::vector<int> row_groups{unit.row_group};
   BEGIN_PARQUET_CATCH_EXCEPTIONS
-  auto parquet_reader =
-      parquet::ParquetFileReader::Open(input, parquet::ReaderProperties(pool), file.metadata);
-  ARROW_ASSIGN_OR_RAISE(auto ranges, parquet_reader->GetReadRanges(row_groups, leaves));
-  int64_t bytes = 0;
-  for (const auto& range : ranges) bytes += range.length;
-  parquet_reader->PreBuffer(row_groups, leaves, arrow::io::IOContext(pool),
-                            arrow::io::CacheOptions::Defaults());
-  ARROW_RETURN_NOT_OK(parquet_reader->WhenBuffered(row_groups, leaves).status());
-  fetched = Stats::Clock::now();
-  stats->AddRead(bytes, fetched - start);
+  fetch->reader = parquet::ParquetFileReader::Open(counted, parquet::ReaderProperties(io.pool()),
+                                                   file.metadata);
+  ARROW_ASSIGN_OR_RAISE(auto ranges, fetch->reader->GetReadRanges(row_groups, fetch->leaves));
+  for (const auto& range : ranges) fetch->bytes_needed += range.length;
+  // Pre-buffered bytes live as long as this reader: one reader per unit frees them when
+  // the unit is decoded (DESIGN.md).
+  fetch->reader->PreBuffer(row_groups, fetch->leaves, io, arrow::io::CacheOptions::Defaults());
+  fetch->ready = fetch->reader->WhenBuffered(row_groups, fetch->leaves);
+  END_PARQUET_CATCH_EXCEPTIONS
+  return fetch;
+}
 
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> DecodeUnchecked(const Manifest& manifest,
+                                                                   const Unit& unit,
+                                                                   RowGroupFetch* fetch,
+                                                                   arrow::MemoryPool* pool,
+                                                                   Stats* stats) {
+  ARROW_RETURN_NOT_OK(fetch->ready.status());
+  const auto fetched = Stats::Clock::now();
+  std::shared_ptr<arrow::Table> table;
+  BEGIN_PARQUET_CATCH_EXCEPTIONS
   parquet::ArrowReaderProperties properties;
   properties.set_use_threads(false);  // parallelism is across units, in our pool
-  properties.set_pre_buffer(false);   // done above, so fetch and decode are timed apart
+  properties.set_pre_buffer(false);   // done by StartFetch
   ARROW_ASSIGN_OR_RAISE(
-      auto reader, parquet::arrow::FileReader::Make(pool, std::move(parquet_reader), properties));
-  ARROW_ASSIGN_OR_RAISE(table, reader->ReadRowGroup(unit.row_group, leaves));
+      auto reader, parquet::arrow::FileReader::Make(pool, std::move(fetch->reader), properties));
+  ARROW_ASSIGN_OR_RAISE(table, reader->ReadRowGroup(unit.row_group, fetch->leaves));
   END_PARQUET_CATCH_EXCEPTIONS
 
   // Columns in the order asked for, whatever order the file stores them in.
   arrow::FieldVector fields;
   arrow::ChunkedArrayVector chunks;
-  for (int c : columns) {
+  for (int c : fetch->columns) {
     const auto& field = manifest.schema()->field(c);
     auto column = table->GetColumnByName(field->name());
     if (column == nullptr || !column->type()->Equals(*field->type())) {
@@ -73,12 +100,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadRowGroupUnchecked(
   return batch;
 }
 
-std::string Where(const Manifest& manifest, const Unit& unit) {
-  return "'" + manifest.files()[unit.file].source.path + "' (row group " +
-         std::to_string(unit.row_group) + ")";
-}
-
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> FinishUnit(
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> FilterAndTransform(
     const UnitSource& source, std::shared_ptr<arrow::RecordBatch> batch) {
   if (source.filter != nullptr) {
     ARROW_ASSIGN_OR_RAISE(batch, source.filter->Apply(batch, source.pool));
@@ -91,31 +113,53 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> FinishUnit(
 
 }  // namespace
 
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadRowGroup(const Manifest& manifest,
-                                                                const Unit& unit,
-                                                                const std::vector<int>& columns,
-                                                                arrow::MemoryPool* pool,
-                                                                Stats* stats) {
+arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetch(const Manifest& manifest, const Unit& unit,
+                                                         std::vector<int> columns,
+                                                         const arrow::io::IOContext& io,
+                                                         Stats* stats) {
   auto result =
-      CatchAll([&] { return ReadRowGroupUnchecked(manifest, unit, columns, pool, stats); });
-  if (!result.ok()) {
-    auto status = result.status();
-    // A feature Parquet C++ lacks (e.g. a nested column chunk over 2 GiB) is a property of
-    // this file the user must act on, like any other unreadable data.
-    if (status.IsNotImplemented()) status = arrow::Status::IOError(status.message());
-    return WithContext(status, "reading " + Where(manifest, unit));
-  }
+      CatchAll([&] { return StartFetchUnchecked(manifest, unit, std::move(columns), io, stats); });
+  if (!result.ok()) return ReadError(result.status(), manifest, unit);
   return result;
 }
 
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnit(const UnitSource& source,
-                                                            const Unit& unit, Stats* stats) {
-  const Manifest& manifest = *source.manifest;
-  std::vector<int> all(manifest.schema()->num_fields());
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> DecodeFetch(const Manifest& manifest,
+                                                               const Unit& unit,
+                                                               RowGroupFetch* fetch,
+                                                               arrow::MemoryPool* pool,
+                                                               Stats* stats) {
+  auto result = CatchAll([&] { return DecodeUnchecked(manifest, unit, fetch, pool, stats); });
+  if (!result.ok()) return ReadError(result.status(), manifest, unit);
+  return result;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadRowGroup(const UnitSource& source,
+                                                                const Unit& unit,
+                                                                std::vector<int> columns,
+                                                                Stats* stats) {
+  ARROW_ASSIGN_OR_RAISE(auto fetch, StartFetch(*source.manifest, unit, std::move(columns),
+                                               source.io_context(), stats));
+  fetch->ready.Wait();
+  NoteArrived(*fetch, stats);
+  return DecodeFetch(*source.manifest, unit, fetch.get(), source.pool, stats);
+}
+
+void NoteArrived(const RowGroupFetch& fetch, Stats* stats) {
+  stats->AddRead(fetch.bytes_needed, Stats::Clock::now() - fetch.started);
+}
+
+std::vector<int> AllColumns(const UnitSource& source) {
+  std::vector<int> all(source.manifest->schema()->num_fields());
   std::iota(all.begin(), all.end(), 0);
-  ARROW_ASSIGN_OR_RAISE(auto raw, ReadRowGroup(manifest, unit, all, source.pool, stats));
+  return all;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> FinishUnit(
+    const UnitSource& source, const Unit& unit, std::shared_ptr<arrow::RecordBatch> raw,
+    Stats* stats) {
+  const Manifest& manifest = *source.manifest;
   const auto start = Stats::Clock::now();
-  auto finished = CatchAll([&] { return FinishUnit(source, raw); });
+  auto finished = CatchAll([&] { return FilterAndTransform(source, std::move(raw)); });
   stats->AddTransform(Stats::Clock::now() - start);
   if (!finished.ok()) return WithContext(finished.status(), Where(manifest, unit));
   const auto& batch = *finished;
@@ -142,6 +186,12 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnit(const UnitSource& so
     }
   }
   return batch;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnit(const UnitSource& source,
+                                                            const Unit& unit, Stats* stats) {
+  ARROW_ASSIGN_OR_RAISE(auto raw, ReadRowGroup(source, unit, AllColumns(source), stats));
+  return FinishUnit(source, unit, std::move(raw), stats);
 }
 
 }  // namespace stoker

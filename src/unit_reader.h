@@ -1,8 +1,11 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
+#include <arrow/io/interfaces.h>
 #include <arrow/record_batch.h>
 #include <arrow/result.h>
+#include <arrow/util/future.h>
+#include <parquet/file_reader.h>
 
 #include <memory>
 #include <optional>
@@ -35,19 +38,56 @@ struct UnitSource {
   std::shared_ptr<arrow::Schema> output_schema;
   OutputKind output = OutputKind::kTensor;
   arrow::MemoryPool* pool = nullptr;
+  /// Where range reads run: an executor of StorageOptions::io_threads, apart from the
+  /// decode threads, so a slow store keeps many requests in flight.
+  std::shared_ptr<arrow::internal::Executor> io_executor;
+  arrow::io::IOContext io_context() const { return arrow::io::IOContext(pool, io_executor.get()); }
 };
 
-/// Reads the `columns` (indices into the manifest's schema) of one row group: fetches their
-/// column chunks in coalesced ranges, then decodes them. Errors name file and row group.
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadRowGroup(const Manifest& manifest,
+/// A row group whose column chunks are being fetched.
+struct RowGroupFetch {
+  std::unique_ptr<parquet::ParquetFileReader> reader;
+  std::vector<int> columns;  // indices into the manifest's schema
+  std::vector<int> leaves;   // their leaf columns in this file
+  /// Completes when every byte is in memory.
+  arrow::Future<> ready;
+  Stats::Clock::time_point started;
+  int64_t bytes_needed = 0;
+};
+
+/// Starts fetching the `columns` of one row group in coalesced ranges, without waiting.
+arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetch(const Manifest& manifest, const Unit& unit,
+                                                         std::vector<int> columns,
+                                                         const arrow::io::IOContext& io,
+                                                         Stats* stats);
+
+/// Records a fetch's bytes and time waiting on the store; call when `ready` completes.
+void NoteArrived(const RowGroupFetch& fetch, Stats* stats);
+
+/// Decodes a fetch whose `ready` future completed (its error, if it failed).
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> DecodeFetch(const Manifest& manifest,
+                                                               const Unit& unit,
+                                                               RowGroupFetch* fetch,
+                                                               arrow::MemoryPool* pool,
+                                                               Stats* stats);
+
+/// Fetches and decodes, blocking.
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadRowGroup(const UnitSource& source,
                                                                 const Unit& unit,
-                                                                const std::vector<int>& columns,
-                                                                arrow::MemoryPool* pool,
+                                                                std::vector<int> columns,
                                                                 Stats* stats);
 
-/// Reads one unit and makes it what the plan expects: filtered, transformed, checked (with
+/// Makes a decoded unit what the plan expects: filtered, transformed, checked (with
 /// OutputKind::kTensor a null in an output column is an error naming file, row group and
 /// column; a row count other than unit.num_rows means the file changed).
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> FinishUnit(
+    const UnitSource& source, const Unit& unit, std::shared_ptr<arrow::RecordBatch> raw,
+    Stats* stats);
+
+/// Every column the unit needs, in manifest order.
+std::vector<int> AllColumns(const UnitSource& source);
+
+/// Reads and finishes one unit, blocking.
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnit(const UnitSource& source,
                                                             const Unit& unit, Stats* stats);
 

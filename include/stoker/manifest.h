@@ -42,7 +42,9 @@ class Manifest {
   /// Resolves the sources, reads every footer (in parallel) and checks that the files agree
   /// on `columns` (all of the first file's columns when empty).
   static arrow::Result<std::shared_ptr<Manifest>> Make(const std::vector<std::string>& sources,
-                                                       const std::vector<std::string>& columns);
+                                                       const std::vector<std::string>& columns,
+                                                       const StorageOptions& storage = {},
+                                                       const RetryCounter& retries = nullptr);
 
   /// The files in dataset order.
   const std::vector<ManifestFile>& files() const { return files_; }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "stoker/storage.h"
 #include "stoker/transform.h"
 
 namespace stoker {
@@ -60,6 +61,8 @@ struct LoaderOptions {
   int prefetch = 0;
   /// Which column types are allowed (see OutputKind).
   OutputKind output = OutputKind::kTensor;
+  /// How to reach object storage for s3:// sources (storage.h).
+  StorageOptions storage;
   /// Feature transforms applied to each row group in the workers, in order (transform.h).
   std::vector<TransformOp> transforms;
   /// Rows kept: those for which this boolean expression is true (null counts as false).

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "stoker/storage.h"
+
 namespace stoker {
 
 /// One Parquet file a source resolved to, with the identity that fingerprints it.
@@ -17,6 +19,8 @@ struct SourceFile {
   std::shared_ptr<arrow::fs::FileSystem> filesystem;
   /// Path within that filesystem.
   std::string path;
+  /// How messages name it: the path for local files, scheme://path otherwise.
+  std::string display;
   /// Size in bytes.
   int64_t size = 0;
   /// Modification time in nanoseconds since the epoch (0 when the filesystem has none).
@@ -24,9 +28,11 @@ struct SourceFile {
 };
 
 /// Resolves files, directories (recursive *.parquet), globs (* ? [..] within one path
-/// component) and URIs to files: each source's files in sorted path order, sources in the
-/// order given. A missing path, an empty directory, a glob that matches nothing, or a file
-/// named twice is an error that names it.
-arrow::Result<std::vector<SourceFile>> ResolveSources(const std::vector<std::string>& sources);
+/// component) and URIs (s3://bucket/prefix/, s3://bucket/path/*.parquet, ...) to files:
+/// each source's files in sorted path order, sources in the order given. A missing path, an empty
+/// directory, a glob that matches nothing, or a file named twice is an error that names it.
+arrow::Result<std::vector<SourceFile>> ResolveSources(const std::vector<std::string>& sources,
+                                                      const StorageOptions& storage = {},
+                                                      const RetryCounter& retries = nullptr);
 
 }  // namespace stoker

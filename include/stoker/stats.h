@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 
@@ -16,9 +17,14 @@ struct StatsSnapshot {
   /// Rows and batches delivered to the consumer.
   int64_t rows = 0;
   int64_t batches = 0;
-  /// Row groups read, and compressed bytes fetched for them.
+  /// Row groups read, and the compressed bytes of the column chunks they needed.
   int64_t units_read = 0;
   int64_t bytes_read = 0;
+  /// Read requests made to the store (after coalescing adjacent ranges), the bytes they
+  /// fetched (holes between coalesced ranges included), and the retries of failed requests.
+  int64_t requests = 0;
+  int64_t bytes_fetched = 0;
+  int64_t retries = 0;
   /// Thread-seconds (summed over workers) fetching bytes, decoding them, assembling batches.
   double read_seconds = 0;
   double decode_seconds = 0;
@@ -40,6 +46,9 @@ class Stats {
   using Clock = std::chrono::steady_clock;
 
   void AddRead(int64_t bytes, Clock::duration elapsed);
+  void AddRequest(int64_t bytes);
+  /// The counter the storage layer bumps on every retry.
+  const std::shared_ptr<std::atomic<int64_t>>& retry_counter() const { return retries_; }
   void AddDecode(Clock::duration elapsed);
   void AddAssemble(Clock::duration elapsed);
   void AddTransform(Clock::duration elapsed);
@@ -55,6 +64,8 @@ class Stats {
   std::atomic<int64_t> rows_{0}, batches_{0}, units_read_{0}, bytes_read_{0};
   std::atomic<int64_t> read_ns_{0}, decode_ns_{0}, assemble_ns_{0}, wait_ns_{0}, transform_ns_{0};
   std::atomic<int64_t> pruned_{0};
+  std::atomic<int64_t> requests_{0}, bytes_fetched_{0};
+  std::shared_ptr<std::atomic<int64_t>> retries_ = std::make_shared<std::atomic<int64_t>>(0);
   mutable std::mutex digest_mutex_;
   Digest delivered_;
 };
