@@ -33,4 +33,22 @@ arrow::Future<std::shared_ptr<arrow::Buffer>> CountingFile::ReadAsync(
   return inner_->ReadAsync(context, position, nbytes);
 }
 
+arrow::Result<int64_t> CountingFile::ReadAt(int64_t position, int64_t nbytes, bool allow_short_read,
+                                            void* out) {
+  stats_->AddRequest(nbytes);
+  return inner_->ReadAt(position, nbytes, allow_short_read, out);
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> CountingFile::ReadAt(int64_t position, int64_t nbytes,
+                                                                   bool allow_short_read) {
+  stats_->AddRequest(nbytes);
+  return inner_->ReadAt(position, nbytes, allow_short_read);
+}
+
+arrow::Future<std::shared_ptr<arrow::Buffer>> CountingFile::ReadAsync(
+    const arrow::io::IOContext& context, int64_t position, int64_t nbytes, bool allow_short_read) {
+  stats_->AddRequest(nbytes);
+  return inner_->ReadAsync(context, position, nbytes, allow_short_read);
+}
+
 }  // namespace stoker

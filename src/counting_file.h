@@ -27,9 +27,16 @@ class CountingFile final : public arrow::io::RandomAccessFile {
   arrow::Result<std::shared_ptr<arrow::Buffer>> Read(int64_t nbytes) override;
   arrow::Result<int64_t> ReadAt(int64_t position, int64_t nbytes, void* out) override;
   arrow::Result<std::shared_ptr<arrow::Buffer>> ReadAt(int64_t position, int64_t nbytes) override;
+  arrow::Result<int64_t> ReadAt(int64_t position, int64_t nbytes, bool allow_short_read,
+                                void* out) override;
+  arrow::Result<std::shared_ptr<arrow::Buffer>> ReadAt(int64_t position, int64_t nbytes,
+                                                       bool allow_short_read) override;
   arrow::Future<std::shared_ptr<arrow::Buffer>> ReadAsync(const arrow::io::IOContext& context,
                                                           int64_t position,
                                                           int64_t nbytes) override;
+  arrow::Future<std::shared_ptr<arrow::Buffer>> ReadAsync(const arrow::io::IOContext& context,
+                                                          int64_t position, int64_t nbytes,
+                                                          bool allow_short_read) override;
 
  private:
   std::shared_ptr<arrow::io::RandomAccessFile> inner_;

@@ -114,8 +114,12 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const std::vector<std::s
       arrow::io::default_io_context().executor()));
   for (size_t i = 0; i < sources.size(); ++i) {
     if (!footers[i].ok()) {
-      return WithContext(footers[i].status(),
-                         "'" + sources[i].display + "' could not be read as Parquet");
+      const auto& status = footers[i].status();
+      // A store that fails is not a file that is not Parquet: say which it is.
+      if (status.IsIOError() && status.message().find("Parquet") == std::string::npos) {
+        return WithContext(ExplainStorageError(status, sources[i].display), "reading the footer");
+      }
+      return WithContext(status, "'" + sources[i].display + "' could not be read as Parquet");
     }
   }
 

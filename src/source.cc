@@ -116,10 +116,17 @@ arrow::Result<std::vector<SourceFile>> ResolveOne(const std::string& source,
 arrow::Result<std::vector<SourceFile>> ResolveSources(const std::vector<std::string>& sources,
                                                       const StorageOptions& storage,
                                                       const RetryCounter& retries) {
+  // Errors that already name the source pass through; the store's own are explained.
   std::vector<SourceFile> all;
   std::set<std::string> seen;
   for (const auto& source : sources) {
-    ARROW_ASSIGN_OR_RAISE(auto files, ResolveOne(source, storage, retries));
+    auto resolved = ResolveOne(source, storage, retries);
+    if (!resolved.ok()) {
+      const auto& status = resolved.status();
+      if (status.message().find(source) != std::string::npos) return status;
+      return ExplainStorageError(status, source);
+    }
+    auto files = std::move(*resolved);
     for (auto& file : files) {
       const std::string key = file.filesystem->type_name() + ":" + file.path;
       if (!seen.insert(key).second) {

@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "stoker/error.h"
+
 namespace stoker {
 
 namespace {
@@ -71,6 +73,21 @@ arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> OpenFileSystem(const std::
                                                                      std::string* path) {
   if (location.rfind("s3://", 0) == 0) return OpenS3(location, storage, retries, path);
   return arrow::fs::FileSystemFromUriOrPath(location, path);
+}
+
+arrow::Status ExplainStorageError(const arrow::Status& status, const std::string& location) {
+  if (status.ok()) return status;
+  const std::string& message = status.message();
+  auto has = [&](const char* text) { return message.find(text) != std::string::npos; };
+  if (has("ACCESS_DENIED") || has("InvalidAccessKeyId") || has("SignatureDoesNotMatch") ||
+      has("Forbidden")) {
+    return arrow::Status::IOError(
+        "access denied to '", location,
+        "': check the credentials (storage_options access_key/secret_key, or the AWS chain: "
+        "environment, config files, instance role) and the bucket's policy (",
+        message, ")");
+  }
+  return WithContext(status, "'" + location + "'");
 }
 
 }  // namespace stoker

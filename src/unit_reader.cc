@@ -54,8 +54,18 @@ arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetchUnchecked(const Manifest
   BEGIN_PARQUET_CATCH_EXCEPTIONS
   fetch->reader = parquet::ParquetFileReader::Open(counted, parquet::ReaderProperties(io.pool()),
                                                    file.metadata);
-  ARROW_ASSIGN_OR_RAISE(auto ranges, fetch->reader->GetReadRanges(row_groups, fetch->leaves));
-  for (const auto& range : ranges) fetch->bytes_needed += range.length;
+  auto row_group = file.metadata->RowGroup(unit.row_group);
+  fetch->first_byte = file.source.size;
+  for (int leaf : fetch->leaves) {
+    auto chunk = row_group->ColumnChunk(leaf);
+    int64_t start = chunk->data_page_offset();
+    if (chunk->has_dictionary_page() && chunk->dictionary_page_offset() > 0) {
+      start = std::min(start, chunk->dictionary_page_offset());
+    }
+    fetch->bytes_needed += chunk->total_compressed_size();
+    fetch->first_byte = std::min(fetch->first_byte, start);
+    fetch->end_byte = std::max(fetch->end_byte, start + chunk->total_compressed_size());
+  }
   // Pre-buffered bytes live as long as this reader: one reader per unit frees them when
   // the unit is decoded (DESIGN.md).
   fetch->reader->PreBuffer(row_groups, fetch->leaves, io, arrow::io::CacheOptions::Defaults());
@@ -69,7 +79,11 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> DecodeUnchecked(const Manifes
                                                                    RowGroupFetch* fetch,
                                                                    arrow::MemoryPool* pool,
                                                                    Stats* stats) {
-  ARROW_RETURN_NOT_OK(fetch->ready.status());
+  if (!fetch->ready.status().ok()) {
+    return WithContext(fetch->ready.status(), "fetching bytes " +
+                                                  std::to_string(fetch->first_byte) + "-" +
+                                                  std::to_string(fetch->end_byte));
+  }
   const auto fetched = Stats::Clock::now();
   std::shared_ptr<arrow::Table> table;
   BEGIN_PARQUET_CATCH_EXCEPTIONS

@@ -53,6 +53,9 @@ struct RowGroupFetch {
   arrow::Future<> ready;
   Stats::Clock::time_point started;
   int64_t bytes_needed = 0;
+  /// The byte span of the file it reads, for error messages.
+  int64_t first_byte = 0;
+  int64_t end_byte = 0;
 };
 
 /// Starts fetching the `columns` of one row group in coalesced ranges, without waiting.

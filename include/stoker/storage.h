@@ -49,4 +49,8 @@ arrow::Result<std::shared_ptr<arrow::fs::FileSystem>> OpenFileSystem(const std::
                                                                      const RetryCounter& retries,
                                                                      std::string* path);
 
+/// Rewrites a storage error so it says what to fix (bad credentials, denied access) and
+/// names `location`.
+arrow::Status ExplainStorageError(const arrow::Status& status, const std::string& location);
+
 }  // namespace stoker

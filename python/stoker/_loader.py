@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stoker import _core, _state, _transforms
+from stoker import _core, _state, _storage, _transforms
 
 _OUTPUTS = ("numpy", "torch", "arrow")
 
@@ -199,6 +199,10 @@ class Loader:
             delivered. Row groups whose statistics rule it out are skipped unread.
         batch_transform: a Python callable applied to each finished batch in a background
             thread: the slow path, for what the transforms cannot express.
+        storage_options: how to reach ``s3://`` sources: region, endpoint_override, scheme,
+            anonymous, access_key/secret_key/session_token (default: the AWS credential
+            chain), max_attempts, connect_timeout, request_timeout, io_threads
+            (docs/storage.md).
     """
 
     def __init__(
@@ -219,6 +223,7 @@ class Loader:
         transforms: Sequence[dict[str, Any]] | None = None,
         filter: pc.Expression | None = None,
         batch_transform: Callable[[Any], Any] | None = None,
+        storage_options: dict[str, Any] | None = None,
     ) -> None:
         if output not in _OUTPUTS:
             raise ValueError(f"output must be one of {', '.join(map(repr, _OUTPUTS))}, "
@@ -263,6 +268,7 @@ class Loader:
             output=output,
             transforms=_transforms.normalize(transforms),
             filter=None if filter is None else filter.__reduce__()[1][0].to_pybytes(),
+            storage=_storage.normalize(storage_options),
         )
         self._schema = pa.schema(_CapsuleSchema(self._core.schema_capsule()))
         dataset = self._core.dataset()

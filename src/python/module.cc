@@ -228,6 +228,23 @@ class Epoch {
   std::vector<std::string> ragged_;
 };
 
+// Storage options from the dict the Python layer normalizes storage_options into.
+stoker::StorageOptions ParseStorage(const nb::dict& d) {
+  stoker::StorageOptions storage;
+  storage.region = nb::cast<std::string>(d["region"]);
+  storage.endpoint_override = nb::cast<std::string>(d["endpoint_override"]);
+  storage.scheme = nb::cast<std::string>(d["scheme"]);
+  storage.anonymous = nb::cast<bool>(d["anonymous"]);
+  storage.access_key = nb::cast<std::string>(d["access_key"]);
+  storage.secret_key = nb::cast<std::string>(d["secret_key"]);
+  storage.session_token = nb::cast<std::string>(d["session_token"]);
+  storage.max_attempts = nb::cast<int>(d["max_attempts"]);
+  storage.connect_timeout = nb::cast<double>(d["connect_timeout"]);
+  storage.request_timeout = nb::cast<double>(d["request_timeout"]);
+  storage.io_threads = nb::cast<int>(d["io_threads"]);
+  return storage;
+}
+
 // A transform op from the dict the Python layer normalizes every op into.
 stoker::TransformOp ParseOp(const nb::dict& d) {
   stoker::TransformOp op;
@@ -259,9 +276,10 @@ class PyLoader {
   PyLoader(std::vector<std::string> sources, std::vector<std::string> columns, int64_t batch_size,
            bool shuffle, uint64_t seed, int64_t shuffle_window, int rank, int world_size,
            bool drop_last, int num_threads, int prefetch, const std::string& output,
-           const nb::list& transforms, std::optional<nb::bytes> filter)
+           const nb::list& transforms, std::optional<nb::bytes> filter, const nb::dict& storage)
       : output_(ParseOutput(output)) {
     stoker::LoaderOptions options;
+    options.storage = ParseStorage(storage);
     for (nb::handle op : transforms) options.transforms.push_back(ParseOp(nb::cast<nb::dict>(op)));
     if (filter.has_value()) {
       auto buffer = arrow::Buffer::FromString(std::string(filter->c_str(), filter->size()));
@@ -317,6 +335,9 @@ class PyLoader {
     out["delivered_digest"] = s.delivered_digest;
     out["transform_seconds"] = s.transform_seconds;
     out["row_groups_pruned"] = s.row_groups_pruned;
+    out["requests"] = s.requests;
+    out["bytes_fetched"] = s.bytes_fetched;
+    out["retries"] = s.retries;
     return out;
   }
 
@@ -360,11 +381,11 @@ NB_MODULE(_core, m) {
   nb::class_<PyLoader>(m, "Loader")
       .def(nb::init<std::vector<std::string>, std::vector<std::string>, int64_t, bool, uint64_t,
                     int64_t, int, int, bool, int, int, const std::string&, const nb::list&,
-                    std::optional<nb::bytes>>(),
+                    std::optional<nb::bytes>, const nb::dict&>(),
            nb::arg("sources"), nb::arg("columns"), nb::arg("batch_size"), nb::arg("shuffle"),
            nb::arg("seed"), nb::arg("shuffle_window"), nb::arg("rank"), nb::arg("world_size"),
            nb::arg("drop_last"), nb::arg("num_threads"), nb::arg("prefetch"), nb::arg("output"),
-           nb::arg("transforms"), nb::arg("filter").none())
+           nb::arg("transforms"), nb::arg("filter").none(), nb::arg("storage"))
       .def("num_batches", &PyLoader::NumBatches)
       .def("schema_capsule", &PyLoader::Schema)
       .def("start_epoch", &PyLoader::StartEpoch, nb::arg("epoch"), nb::arg("resumed"),
