@@ -51,31 +51,53 @@ void EpochPipeline::ScheduleWindow(int64_t scheduled) {
   slot.pending_units = w.num_units;
   for (int64_t i = 0; i < w.num_units; ++i) {
     const Unit& unit = source_->units[slot.data->unit_ids[i]];
-    // The fetch runs on the I/O executor; when its bytes are in, a worker decodes it. The
-    // callback may run right here (an already finished future), so it must not lock mutex_.
-    auto fetch = StartFetch(*source_->manifest, unit, AllColumns(*source_), source_->io_context(),
-                            stats_.get());
-    auto decode = [this, scheduled, i, &unit, fetch] {
-      auto raw = fetch.ok() ? DecodeFetch(*source_->manifest, unit, fetch->get(), source_->pool,
-                                          stats_.get())
-                            : arrow::Result<std::shared_ptr<arrow::RecordBatch>>(fetch.status());
-      if (!raw.ok()) return OnUnitRead(scheduled, i, raw.status());
-      OnUnitRead(scheduled, i, FinishUnit(*source_, unit, std::move(*raw), stats_.get()));
-    };
-    if (!fetch.ok()) {
-      workers_.Submit(std::move(decode), /*urgent=*/false);
-      continue;
+    if (source_->cache == nullptr) {
+      StartUnit(scheduled, i, unit);
+    } else {
+      // Looking the cache up reads a file: do it in a worker, not under mutex_.
+      workers_.Submit(
+          [this, scheduled, i, &unit] {
+            auto cached = source_->cache->Get(CacheKey(*source_, unit));
+            if (cached == nullptr) return StartUnit(scheduled, i, unit);
+            const auto status = CheckUnit(*source_, unit, *cached);
+            if (!status.ok()) return OnUnitRead(scheduled, i, status);
+            OnUnitRead(scheduled, i, std::move(cached));
+          },
+          /*urgent=*/false);
     }
-    fetches_in_flight_.fetch_add(1);
-    (*fetch)->ready.AddCallback(
-        [this, decode = std::move(decode), arrived = *fetch](const arrow::Status&) {
-          NoteArrived(*arrived, stats_.get());
-          workers_.Submit(decode, /*urgent=*/false);
-          std::lock_guard<std::mutex> lock(fetch_mutex_);
-          fetches_in_flight_.fetch_sub(1);
-          fetches_done_.notify_all();
-        });
   }
+}
+
+void EpochPipeline::StartUnit(int64_t scheduled, int64_t i, const Unit& unit) {
+  // The fetch runs on the I/O executor; when its bytes are in, a worker decodes it. The
+  // callback may run right here (an already finished future), so nothing on this path may
+  // lock mutex_ (ScheduleWindow holds it).
+  auto fetch = StartFetch(*source_->manifest, unit, AllColumns(*source_), source_->io_context(),
+                          stats_.get());
+  auto decode = [this, scheduled, i, &unit, fetch] {
+    auto raw = fetch.ok() ? DecodeFetch(*source_->manifest, unit, fetch->get(), source_->pool,
+                                        stats_.get())
+                          : arrow::Result<std::shared_ptr<arrow::RecordBatch>>(fetch.status());
+    if (!raw.ok()) return OnUnitRead(scheduled, i, raw.status());
+    auto finished = FinishUnit(*source_, unit, std::move(*raw), stats_.get());
+    if (finished.ok() && source_->cache != nullptr) {
+      source_->cache->Put(CacheKey(*source_, unit), **finished);
+    }
+    OnUnitRead(scheduled, i, std::move(finished));
+  };
+  if (!fetch.ok()) {
+    workers_.Submit(std::move(decode), /*urgent=*/false);
+    return;
+  }
+  fetches_in_flight_.fetch_add(1);
+  (*fetch)->ready.AddCallback(
+      [this, decode = std::move(decode), arrived = *fetch](const arrow::Status&) {
+        NoteArrived(*arrived, stats_.get());
+        workers_.Submit(decode, /*urgent=*/false);
+        std::lock_guard<std::mutex> lock(fetch_mutex_);
+        fetches_in_flight_.fetch_sub(1);
+        fetches_done_.notify_all();
+      });
 }
 
 void EpochPipeline::Pump() {

@@ -47,6 +47,9 @@ class EpochPipeline final : public BatchStream {
   void Pump();
   /// Starts reading the windows_schedule()[scheduled] window's units.
   void ScheduleWindow(int64_t scheduled);
+  /// Fetches, decodes and finishes one unit (caching it when there is a cache). Never locks
+  /// mutex_ on the calling thread.
+  void StartUnit(int64_t scheduled, int64_t unit_in_window, const Unit& unit);
   bool Deliverable() const;
 
   void OnUnitRead(int64_t scheduled, int64_t unit_in_window,

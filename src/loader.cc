@@ -10,6 +10,7 @@
 
 #include "epoch_pipeline.h"
 #include "stoker/column_types.h"
+#include "stoker/digest.h"
 #include "stoker/error.h"
 #include "unit_reader.h"
 
@@ -85,7 +86,7 @@ arrow::Result<std::vector<Unit>> CountMatchingRows(const UnitSource& source, Sta
 }
 
 arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& options,
-                                                          Stats* stats) {
+                                                          const std::shared_ptr<Stats>& stats) {
   auto source = std::make_shared<UnitSource>();
   source->output = options.output;
   source->pool = options.ResolvedMemoryPool();
@@ -119,9 +120,22 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
     source->filter_expression = options.filter;
     ARROW_ASSIGN_OR_RAISE(source->filter, RowFilter::Make(*options.filter, schema));
     ARROW_ASSIGN_OR_RAISE(source->units,
-                          CatchAll([&] { return CountMatchingRows(*source, stats); }));
+                          CatchAll([&] { return CountMatchingRows(*source, stats.get()); }));
   } else {
     source->units = source->manifest->units();
+  }
+  if (!options.cache_dir.empty()) {
+    source->cache =
+        DiskCache::Open(options.cache_dir, options.cache_limit_bytes, options.cache_policy, stats);
+    Digest config;
+    config.Add(static_cast<uint64_t>(DiskCache::kFormatVersion));
+    for (const auto& field : schema->fields()) {
+      config.Add(field->name());
+      config.Add(field->type()->ToString());
+    }
+    config.Add(source->filter == nullptr ? std::string() : source->filter->digest());
+    config.Add(source->transforms->digest());
+    source->cache_config_digest = config.Hex();
   }
   return source;
 }
@@ -141,7 +155,7 @@ arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
   ARROW_RETURN_NOT_OK(options.Validate());
   ARROW_RETURN_NOT_OK(EnsureComputeInitialized());
   auto stats = std::make_shared<Stats>();
-  ARROW_ASSIGN_OR_RAISE(auto source, MakeUnitSource(options, stats.get()));
+  ARROW_ASSIGN_OR_RAISE(auto source, MakeUnitSource(options, stats));
   return std::shared_ptr<Loader>(new Loader(std::move(options), std::move(source), stats));
 }
 
@@ -157,6 +171,10 @@ std::string Loader::filter_digest() const {
 
 const std::vector<std::string>& Loader::ragged_columns() const {
   return source_->transforms->ragged_columns();
+}
+
+std::string Loader::TakeCacheWarning() const {
+  return source_->cache == nullptr ? "" : source_->cache->TakeWarning();
 }
 
 int64_t Loader::num_batches() const {

@@ -31,6 +31,10 @@ arrow::Status LoaderOptions::Validate() const {
     return arrow::Status::Invalid("prefetch must be >= 1 batch (or None for the default), got ",
                                   prefetch);
   }
+  if (cache_limit_bytes < 0) {
+    return arrow::Status::Invalid("cache_limit_bytes must be >= 0 (0: no limit), got ",
+                                  cache_limit_bytes);
+  }
   if (storage.max_attempts < 1) {
     return arrow::Status::Invalid("storage max_attempts must be >= 1, got ", storage.max_attempts);
   }

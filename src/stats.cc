@@ -26,6 +26,15 @@ void Stats::AddRequest(int64_t bytes) {
   bytes_fetched_.fetch_add(bytes, std::memory_order_relaxed);
 }
 
+void Stats::AddCacheHit(int64_t bytes) {
+  cache_hits_.fetch_add(1, std::memory_order_relaxed);
+  cache_bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void Stats::AddCacheWrite(int64_t bytes) {
+  cache_bytes_written_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
 void Stats::AddDecode(Clock::duration elapsed) {
   decode_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
 }
@@ -69,6 +78,12 @@ StatsSnapshot Stats::Snapshot() const {
   s.requests = requests_.load(std::memory_order_relaxed);
   s.bytes_fetched = bytes_fetched_.load(std::memory_order_relaxed);
   s.retries = retries_->load(std::memory_order_relaxed);
+  s.cache_hits = cache_hits_.load(std::memory_order_relaxed);
+  s.cache_misses = cache_misses_.load(std::memory_order_relaxed);
+  s.cache_bytes_read = cache_bytes_read_.load(std::memory_order_relaxed);
+  s.cache_bytes_written = cache_bytes_written_.load(std::memory_order_relaxed);
+  s.cache_evictions = cache_evictions_.load(std::memory_order_relaxed);
+  s.cache_corrupt = cache_corrupt_.load(std::memory_order_relaxed);
   std::lock_guard<std::mutex> lock(digest_mutex_);
   s.delivered_digest = delivered_.Hex();
   return s;

@@ -13,6 +13,7 @@
 
 #include "counting_file.h"
 #include "stoker/column_types.h"
+#include "stoker/digest.h"
 #include "stoker/error.h"
 
 namespace stoker {
@@ -176,30 +177,50 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> FinishUnit(
   auto finished = CatchAll([&] { return FilterAndTransform(source, std::move(raw)); });
   stats->AddTransform(Stats::Clock::now() - start);
   if (!finished.ok()) return WithContext(finished.status(), Where(manifest, unit));
-  const auto& batch = *finished;
-  if (batch->num_rows() != unit.num_rows) {
-    return arrow::Status::IOError(Where(manifest, unit), " gave ", batch->num_rows(),
-                                  " rows where ", unit.num_rows,
+  ARROW_RETURN_NOT_OK(CheckUnit(source, unit, **finished));
+  return finished;
+}
+
+arrow::Status CheckUnit(const UnitSource& source, const Unit& unit,
+                        const arrow::RecordBatch& batch) {
+  const Manifest& manifest = *source.manifest;
+  if (batch.num_rows() != unit.num_rows) {
+    return arrow::Status::IOError(Where(manifest, unit), " gave ", batch.num_rows(), " rows where ",
+                                  unit.num_rows,
                                   " were counted when the loader was made: the file changed");
   }
-  if (source.output == OutputKind::kTensor) {
-    const auto& ragged = source.transforms->ragged_columns();
-    for (int i = 0; i < batch->num_columns(); ++i) {
-      const auto& data = *batch->column_data(i);
-      const bool is_ragged = std::find(ragged.begin(), ragged.end(),
-                                       batch->schema()->field(i)->name()) != ragged.end();
-      // A null list of a ragged column arrives as an empty one; its values must not be null.
-      if (is_ragged ? HasNulls(*data.child_data[0]) : HasNulls(data)) {
-        return arrow::Status::Invalid(
-            "column '", batch->schema()->field(i)->name(), "' has null values in ",
-            Where(manifest, unit),
-            "; numpy/torch output cannot hold nulls and Stoker does not fill them silently: "
-            "read it with output=\"arrow\", fill them with a fill_null transform, or leave "
-            "it out of columns");
-      }
+  if (!batch.schema()->Equals(*source.output_schema, /*check_metadata=*/false)) {
+    return arrow::Status::Invalid(Where(manifest, unit), " gave columns ",
+                                  batch.schema()->ToString(), " where ",
+                                  source.output_schema->ToString(), " were expected");
+  }
+  if (source.output != OutputKind::kTensor) return arrow::Status::OK();
+  const auto& ragged = source.transforms->ragged_columns();
+  for (int i = 0; i < batch.num_columns(); ++i) {
+    const auto& data = *batch.column_data(i);
+    const std::string& name = batch.schema()->field(i)->name();
+    const bool is_ragged = std::find(ragged.begin(), ragged.end(), name) != ragged.end();
+    // A null list of a ragged column arrives as an empty one; its values must not be null.
+    if (is_ragged ? HasNulls(*data.child_data[0]) : HasNulls(data)) {
+      return arrow::Status::Invalid(
+          "column '", name, "' has null values in ", Where(manifest, unit),
+          "; numpy/torch output cannot hold nulls and Stoker does not fill them silently: "
+          "read it with output=\"arrow\", fill them with a fill_null transform, or leave "
+          "it out of columns");
     }
   }
-  return batch;
+  return arrow::Status::OK();
+}
+
+std::string CacheKey(const UnitSource& source, const Unit& unit) {
+  const SourceFile& file = source.manifest->files()[unit.file].source;
+  Digest key;
+  key.Add(source.cache_config_digest);
+  key.Add(file.display);
+  key.Add(static_cast<uint64_t>(file.size));
+  key.Add(static_cast<uint64_t>(file.mtime_ns));
+  key.Add(static_cast<uint64_t>(unit.row_group));
+  return key.Hex();
 }
 
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnit(const UnitSource& source,

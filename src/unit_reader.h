@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "stoker/disk_cache.h"
 #include "stoker/manifest.h"
 #include "stoker/options.h"
 #include "stoker/row_filter.h"
@@ -41,6 +42,11 @@ struct UnitSource {
   /// Where range reads run: an executor of StorageOptions::io_threads, apart from the
   /// decode threads, so a slow store keeps many requests in flight.
   std::shared_ptr<arrow::internal::Executor> io_executor;
+  /// Finished units on local disk; null without a cache.
+  std::shared_ptr<DiskCache> cache;
+  /// Digest of everything besides the file and row group that a finished unit depends on
+  /// (columns read and their types, filter, transforms, cache format).
+  std::string cache_config_digest;
   arrow::io::IOContext io_context() const { return arrow::io::IOContext(pool, io_executor.get()); }
 };
 
@@ -86,6 +92,14 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadRowGroup(const UnitSource
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> FinishUnit(
     const UnitSource& source, const Unit& unit, std::shared_ptr<arrow::RecordBatch> raw,
     Stats* stats);
+
+/// Checks a finished unit: its row count (else the file changed) and, with OutputKind::kTensor,
+/// no nulls in its columns (the error names file, row group and column).
+arrow::Status CheckUnit(const UnitSource& source, const Unit& unit,
+                        const arrow::RecordBatch& batch);
+
+/// The cache key of a unit: its file's identity, row group and the source's config digest.
+std::string CacheKey(const UnitSource& source, const Unit& unit);
 
 /// Every column the unit needs, in manifest order.
 std::vector<int> AllColumns(const UnitSource& source);

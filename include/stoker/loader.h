@@ -57,6 +57,8 @@ class Loader {
       int64_t epoch, const std::vector<ResumeRound>& resumed = {}) const;
   /// Counters summed over every epoch so far.
   StatsSnapshot stats() const { return stats_->Snapshot(); }
+  /// A warning the disk cache raised (writes turned off), once; empty otherwise.
+  std::string TakeCacheWarning() const;
   /// Continues stats().delivered_digest from a value saved before a resume.
   arrow::Status RestoreDeliveredDigest(const std::string& hex);
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "stoker/disk_cache.h"
 #include "stoker/storage.h"
 #include "stoker/transform.h"
 
@@ -61,6 +62,13 @@ struct LoaderOptions {
   int prefetch = 0;
   /// Which column types are allowed (see OutputKind).
   OutputKind output = OutputKind::kTensor;
+  /// Local directory caching finished units (disk_cache.h); empty: no cache. The cache never
+  /// changes what is delivered.
+  std::string cache_dir;
+  /// Bytes the cache may hold (0: no limit).
+  int64_t cache_limit_bytes = 0;
+  /// What a full cache does (CachePolicy).
+  CachePolicy cache_policy = CachePolicy::kLru;
   /// How to reach object storage for s3:// sources (storage.h).
   StorageOptions storage;
   /// Feature transforms applied to each row group in the workers, in order (transform.h).

@@ -35,6 +35,14 @@ struct StatsSnapshot {
   int64_t row_groups_pruned = 0;
   /// Wall seconds the consumer spent blocked waiting for its next batch (the data stall).
   double wait_seconds = 0;
+  /// The disk cache: lookups that found a sound entry or not, bytes read from and written
+  /// to it, entries evicted, and damaged entries found (deleted and rebuilt).
+  int64_t cache_hits = 0;
+  int64_t cache_misses = 0;
+  int64_t cache_bytes_read = 0;
+  int64_t cache_bytes_written = 0;
+  int64_t cache_evictions = 0;
+  int64_t cache_corrupt = 0;
   /// Running digest of the rows delivered, in order (each row named by its index in dataset
   /// order): two runs that delivered the same rows in the same order have the same digest.
   std::string delivered_digest;
@@ -47,6 +55,11 @@ class Stats {
 
   void AddRead(int64_t bytes, Clock::duration elapsed);
   void AddRequest(int64_t bytes);
+  void AddCacheHit(int64_t bytes);
+  void AddCacheMiss() { cache_misses_.fetch_add(1, std::memory_order_relaxed); }
+  void AddCacheWrite(int64_t bytes);
+  void AddCacheEviction() { cache_evictions_.fetch_add(1, std::memory_order_relaxed); }
+  void AddCacheCorrupt() { cache_corrupt_.fetch_add(1, std::memory_order_relaxed); }
   /// The counter the storage layer bumps on every retry.
   const std::shared_ptr<std::atomic<int64_t>>& retry_counter() const { return retries_; }
   void AddDecode(Clock::duration elapsed);
@@ -65,6 +78,8 @@ class Stats {
   std::atomic<int64_t> read_ns_{0}, decode_ns_{0}, assemble_ns_{0}, wait_ns_{0}, transform_ns_{0};
   std::atomic<int64_t> pruned_{0};
   std::atomic<int64_t> requests_{0}, bytes_fetched_{0};
+  std::atomic<int64_t> cache_hits_{0}, cache_misses_{0}, cache_bytes_read_{0},
+      cache_bytes_written_{0}, cache_evictions_{0}, cache_corrupt_{0};
   std::shared_ptr<std::atomic<int64_t>> retries_ = std::make_shared<std::atomic<int64_t>>(0);
   mutable std::mutex digest_mutex_;
   Digest delivered_;

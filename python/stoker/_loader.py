@@ -203,6 +203,12 @@ class Loader:
             anonymous, access_key/secret_key/session_token (default: the AWS credential
             chain), max_attempts, connect_timeout, request_timeout, io_threads
             (docs/storage.md).
+        cache_dir: a local directory caching finished row groups (after projection, filter
+            and transforms) so later epochs skip reads and decoding; the output is the same
+            with or without it (docs/cache.md). None: no cache.
+        cache_limit_bytes: what the cache may hold on disk (0: no limit).
+        cache_policy: "lru" evicts the least recently used entries to stay under the limit;
+            "fill" stores until the limit and then keeps what it has.
     """
 
     def __init__(
@@ -224,6 +230,9 @@ class Loader:
         filter: pc.Expression | None = None,
         batch_transform: Callable[[Any], Any] | None = None,
         storage_options: dict[str, Any] | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        cache_limit_bytes: int = 0,
+        cache_policy: str = "lru",
     ) -> None:
         if output not in _OUTPUTS:
             raise ValueError(f"output must be one of {', '.join(map(repr, _OUTPUTS))}, "
@@ -243,6 +252,8 @@ class Loader:
         if filter is not None and not isinstance(filter, pc.Expression):
             raise TypeError(f"filter must be a pyarrow.compute expression such as "
                             f"pc.field('label') > 0, got {filter!r}")
+        if cache_policy not in ("lru", "fill"):
+            raise ValueError(f"cache_policy must be 'lru' or 'fill', got {cache_policy!r}")
         if batch_transform is not None and not callable(batch_transform):
             raise TypeError(f"batch_transform must be callable, got {batch_transform!r}")
         self._output = output
@@ -269,6 +280,9 @@ class Loader:
             transforms=_transforms.normalize(transforms),
             filter=None if filter is None else filter.__reduce__()[1][0].to_pybytes(),
             storage=_storage.normalize(storage_options),
+            cache_dir="" if cache_dir is None else os.fspath(cache_dir),
+            cache_limit_bytes=_int_option("cache_limit_bytes", cache_limit_bytes, minimum=0),
+            cache_policy=cache_policy,
         )
         self._schema = pa.schema(_CapsuleSchema(self._core.schema_capsule()))
         dataset = self._core.dataset()

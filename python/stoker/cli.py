@@ -1,5 +1,6 @@
 """The `stoker` command: `gen` writes synthetic datasets, `inspect` describes datasets from their
-footers, `bench` measures the loader against plain pyarrow reading."""
+footers, `bench` measures the loader against plain pyarrow reading, `cache` inspects or clears
+a disk cache."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from stoker import _bench, _gen, _inspect
+from stoker import _bench, _cache_cli, _gen, _inspect
 
 __all__ = ["main"]
 
@@ -45,7 +46,29 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_gen(commands)
     _add_inspect(commands)
     _add_bench(commands)
+    _add_cache(commands)
     return parser
+
+
+def _add_cache(commands: argparse._SubParsersAction) -> None:
+    cache = commands.add_parser(
+        "cache", help="inspect or clear a disk cache",
+        description="Inspect or clear a Stoker disk cache directory (docs/cache.md).")
+    actions = cache.add_subparsers(dest="action", required=True, metavar="ACTION")
+    info = actions.add_parser("info", help="entries and bytes a cache holds")
+    info.add_argument("dir", metavar="DIR")
+    info.add_argument("--json", action="store_true", help="print JSON")
+    clear = actions.add_parser("clear", help="delete every entry of a cache")
+    clear.add_argument("dir", metavar="DIR")
+    cache.set_defaults(run=_run_cache)
+
+
+def _run_cache(args: argparse.Namespace) -> int:
+    if args.action == "info":
+        print(_cache_cli.info(args.dir, as_json=args.json))
+    else:
+        print(_cache_cli.clear(args.dir))
+    return 0
 
 
 def _add_gen(commands: argparse._SubParsersAction) -> None:

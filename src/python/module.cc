@@ -155,6 +155,14 @@ std::pair<nb::object, nb::object> ToRaggedTensors(const arrow::ArrayData& data) 
   return {ToTensor<Framework>(*values), offsets_array.cast()};
 }
 
+// Shows the disk cache's warning (writes turned off), once, as a Python RuntimeWarning.
+void WarnAboutCache(const stoker::Loader& loader) {
+  const std::string warning = loader.TakeCacheWarning();
+  if (!warning.empty() && PyErr_WarnEx(PyExc_RuntimeWarning, warning.c_str(), 1) != 0) {
+    throw nb::python_error();
+  }
+}
+
 enum class Output { kNumpy, kTorch, kArrow };
 
 Output ParseOutput(const std::string& output) {
@@ -170,8 +178,12 @@ Output ParseOutput(const std::string& output) {
 // One epoch being read; Python iterates it.
 class Epoch {
  public:
-  Epoch(std::unique_ptr<stoker::BatchStream> stream, Output output, std::vector<std::string> ragged)
-      : stream_(std::move(stream)), output_(output), ragged_(std::move(ragged)) {}
+  Epoch(std::unique_ptr<stoker::BatchStream> stream, Output output,
+        std::shared_ptr<stoker::Loader> loader)
+      : stream_(std::move(stream)),
+        output_(output),
+        ragged_(loader->ragged_columns()),
+        loader_(std::move(loader)) {}
 
   // The next batch, or None after the last one.
   nb::object Next() {
@@ -190,6 +202,7 @@ class Epoch {
       nb::gil_scoped_release release;
       next = stream_->Next();
     }
+    WarnAboutCache(*loader_);
     auto batch = ValueOrRaise(std::move(next));
     if (batch == nullptr) {
       Close();
@@ -226,6 +239,7 @@ class Epoch {
   std::unique_ptr<stoker::BatchStream> stream_;
   Output output_;
   std::vector<std::string> ragged_;
+  std::shared_ptr<stoker::Loader> loader_;
 };
 
 // Storage options from the dict the Python layer normalizes storage_options into.
@@ -276,9 +290,14 @@ class PyLoader {
   PyLoader(std::vector<std::string> sources, std::vector<std::string> columns, int64_t batch_size,
            bool shuffle, uint64_t seed, int64_t shuffle_window, int rank, int world_size,
            bool drop_last, int num_threads, int prefetch, const std::string& output,
-           const nb::list& transforms, std::optional<nb::bytes> filter, const nb::dict& storage)
+           const nb::list& transforms, std::optional<nb::bytes> filter, const nb::dict& storage,
+           const std::string& cache_dir, int64_t cache_limit_bytes, const std::string& cache_policy)
       : output_(ParseOutput(output)) {
     stoker::LoaderOptions options;
+    options.cache_dir = cache_dir;
+    options.cache_limit_bytes = cache_limit_bytes;
+    options.cache_policy =
+        cache_policy == "fill" ? stoker::CachePolicy::kFill : stoker::CachePolicy::kLru;
     options.storage = ParseStorage(storage);
     for (nb::handle op : transforms) options.transforms.push_back(ParseOp(nb::cast<nb::dict>(op)));
     if (filter.has_value()) {
@@ -304,6 +323,7 @@ class PyLoader {
       made = stoker::Loader::Make(std::move(options));
     }
     loader_ = ValueOrRaise(std::move(made));
+    WarnAboutCache(*loader_);
   }
 
   int64_t NumBatches() const { return loader_->num_batches(); }
@@ -318,7 +338,7 @@ class PyLoader {
       nb::gil_scoped_release release;
       stream = loader_->StartEpoch(epoch, rounds);
     }
-    return new Epoch(ValueOrRaise(std::move(stream)), output_, loader_->ragged_columns());
+    return new Epoch(ValueOrRaise(std::move(stream)), output_, loader_);
   }
 
   nb::dict Stats() const {
@@ -338,6 +358,12 @@ class PyLoader {
     out["requests"] = s.requests;
     out["bytes_fetched"] = s.bytes_fetched;
     out["retries"] = s.retries;
+    out["cache_hits"] = s.cache_hits;
+    out["cache_misses"] = s.cache_misses;
+    out["cache_bytes_read"] = s.cache_bytes_read;
+    out["cache_bytes_written"] = s.cache_bytes_written;
+    out["cache_evictions"] = s.cache_evictions;
+    out["cache_corrupt"] = s.cache_corrupt;
     return out;
   }
 
@@ -381,11 +407,13 @@ NB_MODULE(_core, m) {
   nb::class_<PyLoader>(m, "Loader")
       .def(nb::init<std::vector<std::string>, std::vector<std::string>, int64_t, bool, uint64_t,
                     int64_t, int, int, bool, int, int, const std::string&, const nb::list&,
-                    std::optional<nb::bytes>, const nb::dict&>(),
+                    std::optional<nb::bytes>, const nb::dict&, const std::string&, int64_t,
+                    const std::string&>(),
            nb::arg("sources"), nb::arg("columns"), nb::arg("batch_size"), nb::arg("shuffle"),
            nb::arg("seed"), nb::arg("shuffle_window"), nb::arg("rank"), nb::arg("world_size"),
            nb::arg("drop_last"), nb::arg("num_threads"), nb::arg("prefetch"), nb::arg("output"),
-           nb::arg("transforms"), nb::arg("filter").none(), nb::arg("storage"))
+           nb::arg("transforms"), nb::arg("filter").none(), nb::arg("storage"),
+           nb::arg("cache_dir"), nb::arg("cache_limit_bytes"), nb::arg("cache_policy"))
       .def("num_batches", &PyLoader::NumBatches)
       .def("schema_capsule", &PyLoader::Schema)
       .def("start_epoch", &PyLoader::StartEpoch, nb::arg("epoch"), nb::arg("resumed"),
