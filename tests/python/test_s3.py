@@ -133,3 +133,21 @@ def test_bad_storage_options_name_the_key(criteo: Path) -> None:
         stoker.Loader(criteo, batch_size=10, storage_options={"scheme": "ftp"})
     with pytest.raises(TypeError, match="io_threads"):
         stoker.Loader(criteo, batch_size=10, storage_options={"io_threads": "8"})
+
+
+def test_warm_cache_epoch_makes_no_data_requests(s3: MotoServer, criteo: Path,
+                                                 tmp_path: Path) -> None:
+    proxy = FaultProxy(s3.endpoint)
+    try:
+        options = storage(proxy.endpoint)
+        cold = stoker.Loader("s3://data/criteo/", cache_dir=tmp_path, storage_options=options,
+                             **KW)
+        expected = batches(cold)
+        warm = stoker.Loader("s3://data/criteo/", cache_dir=tmp_path, storage_options=options,
+                             **KW)
+        before = proxy.ranged_gets  # footers were read when the loader was built
+        assert_same(batches(warm), expected)
+        assert proxy.ranged_gets == before
+        assert warm.stats()["requests"] == 0 and warm.stats()["cache_misses"] == 0
+    finally:
+        proxy.stop()
