@@ -8,19 +8,25 @@
 namespace stoker {
 
 EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan plan,
-                             const LoaderOptions& options, std::shared_ptr<Stats> stats)
+                             std::vector<int64_t> batches, const LoaderOptions& options,
+                             std::shared_ptr<Stats> stats)
     : source_(std::move(source)),
       plan_(std::move(plan)),
       assembler_(source_),
+      batches_(std::move(batches)),
       prefetch_(options.ResolvedPrefetch()),
       lookahead_(options.shuffle ? 1 : options.ResolvedThreads()),
       stats_(std::move(stats)),
       workers_(options.ResolvedThreads()) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (plan_.num_batches() > 0) {
-    next_window_ = plan_.ScheduleRange(0).first;
-    last_window_ = plan_.ScheduleRange(plan_.num_batches() - 1).second;
+  // The windows these batches read, in order (all of the rank's, or a server's share).
+  for (int64_t batch : batches_) {
+    const auto [first, last] = plan_.ScheduleRange(batch);
+    for (int64_t w = first; w <= last; ++w) {
+      if (schedule_.empty() || schedule_.back() < w) schedule_.push_back(w);
+    }
   }
+  last_window_ = static_cast<int64_t>(schedule_.size()) - 1;
   Pump();
 }
 
@@ -38,8 +44,18 @@ EpochPipeline::~EpochPipeline() {
   workers_.Shutdown();
 }
 
-void EpochPipeline::ScheduleWindow(int64_t scheduled) {
-  const int64_t window = plan_.window_schedule()[scheduled];
+std::pair<int64_t, int64_t> EpochPipeline::Range(int64_t k) const {
+  const auto [first, last] = plan_.ScheduleRange(batches_[k]);
+  auto position = [this](int64_t scheduled) {
+    return static_cast<int64_t>(std::lower_bound(schedule_.begin(), schedule_.end(), scheduled) -
+                                schedule_.begin());
+  };
+  return {position(first), position(last)};
+}
+
+void EpochPipeline::ScheduleWindow(int64_t position) {
+  const int64_t scheduled = position;
+  const int64_t window = plan_.window_schedule()[schedule_[position]];
   const Window& w = plan_.windows()[window];
   WindowSlot& slot = windows_[scheduled];
   slot.data = std::make_shared<LoadedWindow>();
@@ -102,8 +118,10 @@ void EpochPipeline::StartUnit(int64_t scheduled, int64_t i, const Unit& unit) {
 
 void EpochPipeline::Pump() {
   if (cancelled_ || !error_.ok()) return;
-  while (next_assemble_ < plan_.num_batches() && next_assemble_ - next_deliver_ < prefetch_) {
-    const auto [first, last] = plan_.ScheduleRange(next_assemble_);
+  const auto count = static_cast<int64_t>(batches_.size());
+  while (next_assemble_ < count && next_assemble_ - next_deliver_ < prefetch_) {
+    const auto [first, last] = Range(next_assemble_);
+    next_window_ = std::max(next_window_, first);
     while (next_window_ <= last) ScheduleWindow(next_window_++);
     std::vector<std::shared_ptr<const LoadedWindow>> needed;
     for (int64_t w = first; w <= last; ++w) {
@@ -117,21 +135,19 @@ void EpochPipeline::Pump() {
     workers_.Submit(
         [this, batch, needed = std::move(needed)] {
           const auto start = Stats::Clock::now();
-          const auto [begin, end] = plan_.BatchRange(batch);
+          const auto [begin, end] = plan_.BatchRange(batches_[batch]);
           auto result = assembler_.Assemble(plan_, begin, end, needed);
           stats_->AddAssemble(Stats::Clock::now() - start);
           OnBatchAssembled(batch, std::move(result));
         },
         /*urgent=*/true);
     // Windows before the next batch's first are held only by the tasks that still use them.
-    const int64_t keep_from = next_assemble_ < plan_.num_batches()
-                                  ? plan_.ScheduleRange(next_assemble_).first
-                                  : last_window_ + 1;
+    const int64_t keep_from =
+        next_assemble_ < count ? Range(next_assemble_).first : last_window_ + 1;
     windows_.erase(windows_.begin(), windows_.lower_bound(keep_from));
   }
-  if (next_assemble_ < plan_.num_batches()) {
-    const int64_t horizon =
-        std::min(plan_.ScheduleRange(next_assemble_).second + lookahead_, last_window_);
+  if (next_assemble_ < count) {
+    const int64_t horizon = std::min(Range(next_assemble_).second + lookahead_, last_window_);
     while (next_window_ <= horizon) ScheduleWindow(next_window_++);
   }
 }
@@ -163,8 +179,8 @@ void EpochPipeline::OnBatchAssembled(int64_t batch, arrow::Result<AssembledBatch
 }
 
 bool EpochPipeline::Deliverable() const {
-  return next_deliver_ >= plan_.num_batches() || ready_.count(next_deliver_) > 0 || !error_.ok() ||
-         cancelled_;
+  return next_deliver_ >= static_cast<int64_t>(batches_.size()) ||
+         ready_.count(next_deliver_) > 0 || !error_.ok() || cancelled_;
 }
 
 bool EpochPipeline::WaitReady(std::chrono::milliseconds timeout) {
@@ -180,7 +196,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> EpochPipeline::Next() {
   std::unique_lock<std::mutex> lock(mutex_);
   ready_cv_.wait(lock, [this] { return Deliverable(); });
   stats_->AddWait(Stats::Clock::now() - start);
-  if (next_deliver_ >= plan_.num_batches()) return nullptr;
+  if (next_deliver_ >= static_cast<int64_t>(batches_.size())) return nullptr;
   auto it = ready_.find(next_deliver_);
   if (it == ready_.end()) {
     if (cancelled_) return arrow::Status::Cancelled("the epoch was cancelled");

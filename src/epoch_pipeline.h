@@ -29,13 +29,15 @@ namespace stoker {
 /// when a unit finishes or the consumer takes a batch), so no task ever waits on another.
 class EpochPipeline final : public BatchStream {
  public:
+  /// Delivers `batches` (indices into the plan's batches, increasing) in that order.
   EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan plan,
-                const LoaderOptions& options, std::shared_ptr<Stats> stats);
+                std::vector<int64_t> batches, const LoaderOptions& options,
+                std::shared_ptr<Stats> stats);
   ~EpochPipeline() override;
 
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() override;
   bool WaitReady(std::chrono::milliseconds timeout) override;
-  int64_t num_batches() const override { return plan_.num_batches(); }
+  int64_t num_batches() const override { return static_cast<int64_t>(batches_.size()); }
 
  private:
   struct WindowSlot {
@@ -45,8 +47,10 @@ class EpochPipeline final : public BatchStream {
 
   // All of these require mutex_ to be held.
   void Pump();
-  /// Starts reading the windows_schedule()[scheduled] window's units.
-  void ScheduleWindow(int64_t scheduled);
+  /// Starts reading the units of the window at `position` in schedule_.
+  void ScheduleWindow(int64_t position);
+  /// Positions in schedule_ of the first and last window the k-th batch reads.
+  std::pair<int64_t, int64_t> Range(int64_t k) const;
   /// Fetches, decodes and finishes one unit (caching it when there is a cache). Never locks
   /// mutex_ on the calling thread.
   void StartUnit(int64_t scheduled, int64_t unit_in_window, const Unit& unit);
@@ -59,16 +63,21 @@ class EpochPipeline final : public BatchStream {
   const std::shared_ptr<const UnitSource> source_;
   const EpochPlan plan_;
   const Assembler assembler_;
+  /// The plan's batches this stream delivers, in order; windows_, next_assemble_ and
+  /// next_deliver_ count in positions of it.
+  const std::vector<int64_t> batches_;
+  /// The plan.window_schedule() indices those batches read, increasing.
+  std::vector<int64_t> schedule_;
   const int64_t prefetch_;
   const int64_t lookahead_;
   const std::shared_ptr<Stats> stats_;
 
   std::mutex mutex_;
   std::condition_variable ready_cv_;
-  /// Windows scheduled and still needed, keyed by index into plan_.window_schedule().
+  /// Windows scheduled and still needed, keyed by position in schedule_.
   std::map<int64_t, WindowSlot> windows_;
-  int64_t next_window_ = 0;   // next schedule index to start reading
-  int64_t last_window_ = -1;  // last schedule index this epoch reads
+  int64_t next_window_ = 0;   // next position in schedule_ to start reading
+  int64_t last_window_ = -1;  // last position in schedule_
   int64_t next_assemble_ = 0;
   int64_t next_deliver_ = 0;
   /// Reorder buffer: assembled batches not yet delivered (at most prefetch_).

@@ -205,8 +205,42 @@ arrow::Result<EpochPlan> Loader::PlanEpoch(int64_t epoch,
 
 arrow::Result<std::unique_ptr<BatchStream>> Loader::StartEpoch(
     int64_t epoch, const std::vector<ResumeRound>& resumed) const {
-  ARROW_ASSIGN_OR_RAISE(auto plan, PlanEpoch(epoch, resumed));
-  return std::make_unique<EpochPipeline>(source_, std::move(plan), options_, stats_);
+  StreamSpec spec;
+  spec.epoch = epoch;
+  spec.resumed = resumed;
+  spec.rank = options_.rank;
+  spec.world_size = options_.world_size;
+  return StartStream(spec);
+}
+
+arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> Loader::PlanStream(
+    const StreamSpec& spec) const {
+  if (spec.epoch < 0) return arrow::Status::Invalid("epoch must be >= 0, got ", spec.epoch);
+  if (spec.world_size < 1 || spec.rank < 0 || spec.rank >= spec.world_size) {
+    return arrow::Status::Invalid("rank must satisfy 0 <= rank < world_size, got rank ", spec.rank,
+                                  " of ", spec.world_size);
+  }
+  if (spec.shards < 1 || spec.shard < 0 || spec.shard >= spec.shards || spec.chunk < 1 ||
+      spec.first_batch < 0) {
+    return arrow::Status::Invalid("invalid stream shard ", spec.shard, " of ", spec.shards,
+                                  " (chunk ", spec.chunk, ", first batch ", spec.first_batch, ")");
+  }
+  PlanConfig config = MakePlanConfig(spec.epoch);
+  config.resumed = spec.resumed;
+  config.rank = spec.rank;
+  config.world_size = spec.world_size;
+  ARROW_ASSIGN_OR_RAISE(auto plan, EpochPlan::Make(unit_rows_, config));
+  std::vector<int64_t> batches;
+  for (int64_t b = spec.first_batch; b < plan.num_batches(); ++b) {
+    if ((b / spec.chunk) % spec.shards == spec.shard) batches.push_back(b);
+  }
+  return std::make_pair(std::move(plan), std::move(batches));
+}
+
+arrow::Result<std::unique_ptr<BatchStream>> Loader::StartStream(const StreamSpec& spec) const {
+  ARROW_ASSIGN_OR_RAISE(auto planned, PlanStream(spec));
+  return std::make_unique<EpochPipeline>(source_, std::move(planned.first),
+                                         std::move(planned.second), options_, stats_);
 }
 
 arrow::Status Loader::RestoreDeliveredDigest(const std::string& hex) {

@@ -55,6 +55,26 @@ class Loader {
   /// plan order.
   arrow::Result<std::unique_ptr<BatchStream>> StartEpoch(
       int64_t epoch, const std::vector<ResumeRound>& resumed = {}) const;
+
+  /// What a stream serves: an epoch for some rank, possibly only some of its batches.
+  struct StreamSpec {
+    int64_t epoch = 0;
+    std::vector<ResumeRound> resumed;
+    /// The rank and world size (a server serves any; a local loader its options').
+    int rank = 0;
+    int world_size = 1;
+    /// Only the batches b with (b / chunk) % shards == shard and b >= first_batch
+    /// (shards = 1: every batch from first_batch on). How several servers split a plan.
+    int64_t shards = 1;
+    int64_t shard = 0;
+    int64_t chunk = 1;
+    int64_t first_batch = 0;
+  };
+  /// The plan a stream follows, and the batches of it the stream delivers.
+  arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> PlanStream(
+      const StreamSpec& spec) const;
+  /// Starts a stream (see StreamSpec).
+  arrow::Result<std::unique_ptr<BatchStream>> StartStream(const StreamSpec& spec) const;
   /// Counters summed over every epoch so far.
   StatsSnapshot stats() const { return stats_->Snapshot(); }
   /// A warning the disk cache raised (writes turned off), once; empty otherwise.

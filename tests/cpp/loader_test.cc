@@ -265,3 +265,42 @@ TEST_F(LoaderTest, ElasticResumeFourToThreeRanks) {
 
 }  // namespace
 }  // namespace stoker
+
+namespace stoker {
+namespace {
+
+// Several servers each stream a disjoint share of the plan (chunks of batches dealt round
+// robin); merged in plan order they give exactly the epoch.
+TEST_F(LoaderTest, ShardedStreamsMergeIntoTheEpoch) {
+  auto options = Options(dir_);
+  const auto full = ReadEpoch(options);
+  auto loader = Loader::Make(options).ValueOrDie();
+  for (int64_t shards : {1, 2, 3}) {
+    std::vector<std::unique_ptr<BatchStream>> streams;
+    for (int64_t k = 0; k < shards; ++k) {
+      Loader::StreamSpec spec;
+      spec.shards = shards;
+      spec.shard = k;
+      spec.chunk = 2;
+      streams.push_back(loader->StartStream(spec).ValueOrDie());
+    }
+    std::vector<std::shared_ptr<arrow::RecordBatch>> merged;
+    for (size_t b = 0; b < full.size(); ++b) {
+      auto batch = streams[(b / 2) % shards]->Next().ValueOrDie();
+      ASSERT_NE(batch, nullptr) << "batch " << b;
+      merged.push_back(batch);
+    }
+    for (auto& stream : streams) EXPECT_EQ(stream->Next().ValueOrDie(), nullptr);
+    ExpectSameBatches(full, merged);
+  }
+  // A stream restarted from a later batch continues exactly there.
+  Loader::StreamSpec spec;
+  spec.first_batch = 7;
+  auto rest = loader->StartStream(spec).ValueOrDie();
+  for (size_t b = 7; b < full.size(); ++b) {
+    EXPECT_TRUE(rest->Next().ValueOrDie()->Equals(*full[b])) << b;
+  }
+}
+
+}  // namespace
+}  // namespace stoker
