@@ -4,7 +4,7 @@
 # pyarrow (importlib.util.find_spec does not run its __init__).
 #
 # Defines: PYARROW_DIR, PYARROW_VERSION, and targets pyarrow::arrow, pyarrow::parquet,
-# pyarrow::arrow_compute, pyarrow::arrow_dataset, pyarrow::arrow_s3.
+# pyarrow::arrow_compute, pyarrow::arrow_dataset, pyarrow::arrow_s3, pyarrow::arrow_flight.
 
 execute_process(
   COMMAND "${Python_EXECUTABLE}" -c
@@ -45,7 +45,9 @@ _stoker_pyarrow_lib(pyarrow::arrow_compute libarrow_compute)
 _stoker_pyarrow_lib(pyarrow::parquet libparquet)
 _stoker_pyarrow_lib(pyarrow::arrow_dataset libarrow_dataset)
 _stoker_pyarrow_lib(pyarrow::arrow_s3 libarrow_s3)
+_stoker_pyarrow_lib(pyarrow::arrow_flight libarrow_flight)
 set_property(TARGET pyarrow::parquet PROPERTY INTERFACE_LINK_LIBRARIES pyarrow::arrow)
 set_property(TARGET pyarrow::arrow_compute PROPERTY INTERFACE_LINK_LIBRARIES pyarrow::arrow)
 set_property(TARGET pyarrow::arrow_dataset PROPERTY INTERFACE_LINK_LIBRARIES pyarrow::parquet)
 set_property(TARGET pyarrow::arrow_s3 PROPERTY INTERFACE_LINK_LIBRARIES pyarrow::arrow)
+set_property(TARGET pyarrow::arrow_flight PROPERTY INTERFACE_LINK_LIBRARIES pyarrow::arrow)

@@ -10,6 +10,7 @@
 import pyarrow  # noqa: F401  (loads the Arrow C++ libraries the engine links against)
 
 from stoker._loader import Loader
+from stoker._remote import RemoteLoader
 
-__all__ = ["Loader"]
+__all__ = ["Loader", "RemoteLoader"]
 __version__ = "0.1.0"

@@ -345,7 +345,8 @@ class Loader:
         differs; ``strict=False`` loads it anyway with a warning."""
         epoch, rounds = _state.check_state(state, self._identity, strict=strict)
         self._epoch, self._pending_rounds, self._progress = epoch, rounds, None
-        if state.get("world_size") == self._world_size and state.get("rank") == self._rank:
+        if (state.get("delivered_digest") and state.get("world_size") == self._world_size
+                and state.get("rank") == self._rank):
             self._core.restore_digest(state["delivered_digest"])
 
     def stats(self) -> dict[str, Any]:

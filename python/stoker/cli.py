@@ -1,6 +1,6 @@
 """The `stoker` command: `gen` writes synthetic datasets, `inspect` describes datasets from their
 footers, `bench` measures the loader against plain pyarrow reading, `cache` inspects or clears
-a disk cache."""
+a disk cache, `serve` streams batches over Arrow Flight."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 
-from stoker import _bench, _cache_cli, _gen, _inspect
+from stoker import _bench, _cache_cli, _gen, _inspect, _serve
 
 __all__ = ["main"]
 
@@ -47,7 +47,49 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_inspect(commands)
     _add_bench(commands)
     _add_cache(commands)
+    _add_serve(commands)
     return parser
+
+
+def _add_serve(commands: argparse._SubParsersAction) -> None:
+    serve = commands.add_parser(
+        "serve", help="stream batches to trainers over Arrow Flight",
+        description="Run an Arrow Flight server that streams this dataset's batches to "
+        "stoker.RemoteLoader trainers (docs/serve.md). Stops on Ctrl-C or SIGTERM.")
+    serve.add_argument("source", metavar="SOURCE")
+    serve.add_argument("--host", default="127.0.0.1", help="bind address (default %(default)s)")
+    serve.add_argument("--port", type=int, default=8815, help="0 picks a free port")
+    serve.add_argument("--token-file", help="require this bearer token (file content)")
+    serve.add_argument("--tls-cert", help="PEM certificate (with --tls-key): serve grpc+tls")
+    serve.add_argument("--tls-key", help="PEM private key")
+    serve.add_argument("--max-streams", type=_int_at_least(1), default=16)
+    serve.add_argument("--chunk-batches", type=_int_at_least(1), default=16,
+                       help="batches per chunk when several servers share a plan")
+    serve.add_argument("--columns", type=_column_list)
+    serve.add_argument("--batch-size", type=_int_at_least(1), required=True)
+    serve.add_argument("--no-shuffle", dest="shuffle", action="store_false")
+    serve.add_argument("--seed", type=_int_at_least(0), default=0)
+    serve.add_argument("--shuffle-window", type=_int_at_least(1))
+    serve.add_argument("--drop-last", action="store_true")
+    serve.add_argument("--num-threads", type=_int_at_least(1))
+    serve.add_argument("--prefetch", type=_int_at_least(1))
+    serve.add_argument("--cache-dir")
+    serve.add_argument("--cache-limit-bytes", type=_int_at_least(0), default=0)
+    serve.add_argument("--transforms", metavar="JSON_FILE", help="transform spec (a JSON list)")
+    serve.set_defaults(run=_run_serve)
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    return _serve.serve(
+        args.source, host=args.host, port=args.port, token_file=args.token_file,
+        tls_cert=args.tls_cert, tls_key=args.tls_key, max_streams=args.max_streams,
+        chunk_batches=args.chunk_batches, transforms_file=args.transforms,
+        loader_options={"columns": args.columns, "batch_size": args.batch_size,
+                        "shuffle": args.shuffle, "seed": args.seed,
+                        "shuffle_window": args.shuffle_window, "drop_last": args.drop_last,
+                        "num_threads": args.num_threads, "prefetch": args.prefetch,
+                        "cache_dir": args.cache_dir,
+                        "cache_limit_bytes": args.cache_limit_bytes})
 
 
 def _add_cache(commands: argparse._SubParsersAction) -> None:

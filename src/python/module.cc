@@ -23,6 +23,7 @@
 #include <optional>
 
 #include "stoker/api.h"
+#include "stoker/flight_service.h"
 
 namespace nb = nanobind;
 
@@ -372,6 +373,8 @@ class PyLoader {
     if (!status.ok()) Raise(status);
   }
 
+  const std::shared_ptr<stoker::Loader>& loader() const { return loader_; }
+
   nb::dict Dataset() const {
     const auto& manifest = loader_->manifest();
     nb::list files;
@@ -393,6 +396,58 @@ class PyLoader {
   Output output_;
   std::shared_ptr<stoker::Loader> loader_;
 };
+
+// `stoker serve`: a Flight server over a loader.
+class PyServer {
+ public:
+  PyServer(const PyLoader& loader, const std::string& host, int port, const std::string& token,
+           const std::string& tls_cert, const std::string& tls_key, int max_streams,
+           int64_t chunk_batches) {
+    stoker::ServeOptions options;
+    options.host = host;
+    options.port = port;
+    options.token = token;
+    options.tls_cert_pem = tls_cert;
+    options.tls_key_pem = tls_key;
+    options.max_streams = max_streams;
+    options.chunk_batches = chunk_batches;
+    arrow::Result<std::unique_ptr<stoker::FlightService>> made;
+    {
+      nb::gil_scoped_release release;
+      made = stoker::FlightService::Make(loader.loader(), std::move(options));
+    }
+    service_ = ValueOrRaise(std::move(made));
+  }
+
+  int Port() const { return service_->port(); }
+  std::string Config() const { return service_->config_json(); }
+
+  // Blocks until shutdown() or SIGINT/SIGTERM.
+  void Serve() {
+    arrow::Status status;
+    {
+      nb::gil_scoped_release release;
+      status = service_->Serve();
+    }
+    if (!status.ok()) Raise(status);
+  }
+
+  void Shutdown() {
+    arrow::Status status;
+    {
+      nb::gil_scoped_release release;
+      status = service_->Shutdown();
+    }
+    if (!status.ok()) Raise(status);
+  }
+
+ private:
+  std::unique_ptr<stoker::FlightService> service_;
+};
+
+std::string StreamConfig(const PyLoader& loader) {
+  return stoker::StreamConfigDigest(*loader.loader());
+}
 
 }  // namespace
 
@@ -420,5 +475,17 @@ NB_MODULE(_core, m) {
            nb::rv_policy::take_ownership)
       .def("restore_digest", &PyLoader::RestoreDigest, nb::arg("hex"))
       .def("stats", &PyLoader::Stats)
-      .def("dataset", &PyLoader::Dataset);
+      .def("dataset", &PyLoader::Dataset)
+      .def("stream_config", &StreamConfig);
+
+  nb::class_<PyServer>(m, "Server")
+      .def(nb::init<const PyLoader&, const std::string&, int, const std::string&,
+                    const std::string&, const std::string&, int, int64_t>(),
+           nb::arg("loader"), nb::arg("host"), nb::arg("port"), nb::arg("token"),
+           nb::arg("tls_cert"), nb::arg("tls_key"), nb::arg("max_streams"),
+           nb::arg("chunk_batches"))
+      .def_prop_ro("port", &PyServer::Port)
+      .def("config", &PyServer::Config)
+      .def("serve", &PyServer::Serve)
+      .def("shutdown", &PyServer::Shutdown);
 }

@@ -1,0 +1,59 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#pragma once
+
+#include <arrow/result.h>
+#include <arrow/status.h>
+
+#include <memory>
+#include <string>
+
+#include "stoker/loader.h"
+
+namespace stoker {
+
+/// How `stoker serve` runs.
+struct ServeOptions {
+  /// Address to bind; 127.0.0.1 unless the operator opens it up.
+  std::string host = "127.0.0.1";
+  /// TCP port; 0 picks a free one (see FlightService::port()).
+  int port = 0;
+  /// Bearer token every call must present ("authorization: Bearer <token>"); empty: none.
+  std::string token;
+  /// TLS certificate and key (PEM); both empty: plaintext gRPC.
+  std::string tls_cert_pem;
+  std::string tls_key_pem;
+  /// Streams served at once; more are refused with "server busy" (>= 1).
+  int max_streams = 16;
+  /// Batches per chunk when several servers share a plan (chunks are dealt round robin).
+  int64_t chunk_batches = 16;
+};
+
+/// An Arrow Flight server streaming a Loader's batches (DESIGN.md, "Serve"). The loader fixes
+/// the dataset and every option but rank, world size and epoch, which each ticket names; a
+/// ticket can address nothing but that dataset. docs/serve.md documents the ticket, the
+/// descriptor and the actions so a plain pyarrow.flight client can read a stream.
+///
+/// Memory per stream is bounded by the loader's prefetch and shuffle window; a slow client
+/// is slowed by gRPC flow control (the stream's pipeline stops at its prefetch bound); a
+/// client that disconnects has its stream's workers stopped and joined.
+class FlightService {
+ public:
+  static arrow::Result<std::unique_ptr<FlightService>> Make(std::shared_ptr<Loader> loader,
+                                                            ServeOptions options);
+  virtual ~FlightService() = default;
+
+  /// The port it listens on.
+  virtual int port() const = 0;
+  /// Serves until Shutdown() or SIGINT/SIGTERM.
+  virtual arrow::Status Serve() = 0;
+  virtual arrow::Status Shutdown() = 0;
+  /// The configuration it advertises (JSON; the descriptor of its one flight).
+  virtual const std::string& config_json() const = 0;
+};
+
+/// Digest of what a stream's batches depend on besides rank, world size, epoch and resume
+/// rounds: the dataset fingerprint and the options that shape the plan and the columns.
+/// A ticket carries it; a server refuses tickets made for another configuration.
+std::string StreamConfigDigest(const Loader& loader);
+
+}  // namespace stoker

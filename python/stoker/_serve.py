@@ -1,0 +1,35 @@
+"""`stoker serve`: an Arrow Flight server streaming a Loader's batches (docs/serve.md)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def serve(source: str, *, host: str, port: int, token_file: str | None,
+          tls_cert: str | None, tls_key: str | None, max_streams: int, chunk_batches: int,
+          loader_options: dict[str, Any], transforms_file: str | None) -> int:
+    import stoker
+    from stoker import _core
+
+    token = Path(token_file).read_text().strip() if token_file else ""
+    if token_file and not token:
+        raise ValueError(f"token file '{token_file}' is empty")
+    if bool(tls_cert) != bool(tls_key):
+        raise ValueError("TLS needs both --tls-cert and --tls-key")
+    transforms = json.loads(Path(transforms_file).read_text()) if transforms_file else None
+    # The server delivers Arrow batches of any type; trainers convert them to tensors.
+    loader = stoker.Loader(source, output="arrow", transforms=transforms, **loader_options)
+    server = _core.Server(loader._core, host=host, port=port, token=token,
+                          tls_cert=Path(tls_cert).read_text() if tls_cert else "",
+                          tls_key=Path(tls_key).read_text() if tls_key else "",
+                          max_streams=max_streams, chunk_batches=chunk_batches)
+    scheme = "grpc+tls" if tls_cert else "grpc"
+    print(f"stoker serve: listening on {scheme}://{host}:{server.port} "
+          f"({loader.dataset_info()['rows']:,} rows, {len(loader)} batches per epoch for one "
+          f"rank){' with a bearer token' if token else ''}", flush=True)
+    print(f"stoker serve: config {server.config()}", file=sys.stderr, flush=True)
+    server.serve()  # until Ctrl-C / SIGTERM
+    return 0
