@@ -7,14 +7,16 @@ reconnected to, and its stream resumed at the next batch the client needs."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.flight as flight
+from pyarrow import flight
 
 from stoker import _state
 
@@ -68,7 +70,11 @@ def _columns(batch: pa.RecordBatch, ragged: set[str], output: str) -> dict[str, 
     if output == "torch":
         import torch
 
-        return {k: torch.from_numpy(v) for k, v in out.items()}
+        with warnings.catch_warnings():
+            # Arrays over received IPC buffers are flagged read-only; the buffers belong to
+            # this batch alone, so sharing them with torch without a copy is safe.
+            warnings.filterwarnings("ignore", "The given NumPy array is not writable")
+            return {k: torch.from_numpy(v) for k, v in out.items()}
     return out
 
 
@@ -139,10 +145,8 @@ class _RemoteEpoch:
 
     def close(self) -> None:
         for reader in self._readers.values():
-            try:
+            with contextlib.suppress(flight.FlightError, OSError):  # the server may be gone
                 reader.cancel()
-            except Exception:  # noqa: BLE001 (already gone)
-                pass
         self._readers.clear()
 
 

@@ -1,0 +1,226 @@
+"""`stoker serve` and RemoteLoader over real Flight servers on loopback (ephemeral ports):
+bit-identical batches to a local Loader with one and two servers, a plain pyarrow.flight
+client, bearer tokens, TLS with a certificate made here, and the faults: a server killed
+mid-epoch and restarted, a client that goes away, bad tickets, unreachable servers."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import stoker
+from pyarrow import flight
+from stoker._remote import ticket
+
+COLUMNS = ["row_id", "label", "I1", "C1"]
+OPTIONS = {"batch_size": 700, "seed": 21, "shuffle_window": 4000}
+
+
+class Server:
+    """`stoker serve` in a child process."""
+
+    def __init__(self, source: Path, *extra: str, port: int = 0) -> None:
+        self.args = [sys.executable, "-m", "stoker", "serve", str(source), "--port", str(port),
+                     "--batch-size", str(OPTIONS["batch_size"]), "--seed", str(OPTIONS["seed"]),
+                     "--shuffle-window", str(OPTIONS["shuffle_window"]),
+                     "--columns", ",".join(COLUMNS), "--num-threads", "1", "--chunk-batches",
+                     "3", *extra]
+        self.start()
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline()
+        match = re.search(r"listening on (\S+)://([\d.]+):(\d+)", line)
+        assert match, line + self.process.stderr.read()
+        self.scheme, self.host, self.port = match.group(1), match.group(2), int(match.group(3))
+        self.args[self.args.index("--port") + 1] = str(self.port)  # a restart reuses it
+
+    @property
+    def location(self) -> str:
+        host = "localhost" if self.scheme == "grpc+tls" else self.host
+        return f"{self.scheme}://{host}:{self.port}"
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+@pytest.fixture
+def servers(criteo: Path):
+    started: list[Server] = []
+
+    def start(*extra: str) -> Server:
+        started.append(Server(criteo, *extra))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()
+
+
+def local(criteo: Path, **kw) -> list:
+    return list(stoker.Loader(criteo, columns=COLUMNS, **OPTIONS, **kw))
+
+
+def assert_same(a: list, b: list) -> None:
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if isinstance(x, pa.RecordBatch):
+            assert x.equals(y)
+            continue
+        assert x.keys() == y.keys()
+        for name in x:
+            np.testing.assert_array_equal(np.asarray(x[name]), np.asarray(y[name]), name)
+
+
+@pytest.mark.parametrize("count", [1, 2])
+@pytest.mark.parametrize("output", ["numpy", "arrow"])
+def test_remote_batches_equal_local_batches(criteo: Path, servers, count: int,
+                                            output: str) -> None:
+    locations = [servers().location for _ in range(count)]
+    remote = stoker.RemoteLoader(locations, output=output, columns=COLUMNS, **OPTIONS)
+    expected = local(criteo, output=output)
+    assert len(remote) == len(expected)
+    assert_same(list(remote), expected)
+    # Ranks: every rank's stream equals that rank's local loader, second epoch too.
+    for rank in range(2):
+        remote = stoker.RemoteLoader(locations, rank=rank, world_size=2, **OPTIONS)
+        reference = stoker.Loader(criteo, columns=COLUMNS, rank=rank, world_size=2, **OPTIONS)
+        for _ in range(2):
+            assert_same(list(remote), list(reference))
+
+
+def test_torch_output(criteo: Path, servers) -> None:
+    torch = pytest.importorskip("torch")
+    remote = stoker.RemoteLoader([servers().location], output="torch", **OPTIONS)
+    batch = next(iter(remote))
+    assert isinstance(batch["I1"], torch.Tensor)
+    np.testing.assert_array_equal(batch["row_id"].numpy(), local(criteo)[0]["row_id"])
+
+
+def test_a_plain_pyarrow_flight_client_can_read_it(criteo: Path, servers) -> None:
+    client = flight.FlightClient(servers().location)
+    [info] = list(client.list_flights())
+    config = __import__("json").loads(info.descriptor.command)
+    assert config["batch_size"] == OPTIONS["batch_size"] and config["columns"] == COLUMNS
+    assert info.schema.names == COLUMNS
+    text = (f"stoker1;config={config['config']};epoch=0;rank=0;world=1;rounds=;shards=1;"
+            "shard=0;chunk=1;first=0")
+    table = client.do_get(flight.Ticket(text.encode())).read_all()
+    expected = pa.Table.from_batches(local(criteo, output="arrow"))
+    assert table.equals(expected)
+
+
+def test_bad_tickets_are_refused_clearly(servers) -> None:
+    server = servers()
+    client = flight.FlightClient(server.location)
+    with pytest.raises((flight.FlightError, pa.ArrowInvalid), match="bad ticket: not a stoker1 ticket"):
+        client.do_get(flight.Ticket(b"/etc/passwd")).read_all()
+    with pytest.raises((flight.FlightError, pa.ArrowInvalid), match="another dataset"):
+        client.do_get(flight.Ticket(ticket("0" * 32, epoch=0, rank=0, world_size=1,
+                                           rounds=[]))).read_all()
+    with pytest.raises((flight.FlightError, pa.ArrowInvalid), match="unknown field 'path'"):
+        client.do_get(flight.Ticket(b"stoker1;path=/etc")).read_all()
+
+
+def test_bearer_token(criteo: Path, servers, tmp_path: Path) -> None:
+    (tmp_path / "token").write_text("s3cret\n")
+    server = servers("--token-file", str(tmp_path / "token"))
+    with pytest.raises(PermissionError, match="needs a bearer token"):
+        stoker.RemoteLoader([server.location], **OPTIONS)
+    with pytest.raises(PermissionError, match="wrong bearer token"):
+        stoker.RemoteLoader([server.location], token="guess", **OPTIONS)
+    remote = stoker.RemoteLoader([server.location], token="s3cret", **OPTIONS)
+    assert_same(list(remote), local(criteo))
+
+
+def test_tls_with_a_certificate_made_here(criteo: Path, servers, tmp_path: Path) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-subj", "/CN=localhost", "-addext",
+                    "subjectAltName=DNS:localhost,IP:127.0.0.1", "-keyout", str(key),
+                    "-out", str(cert)], check=True, capture_output=True)
+    server = servers("--tls-cert", str(cert), "--tls-key", str(key))
+    assert server.location.startswith("grpc+tls://")
+    remote = stoker.RemoteLoader([server.location], tls_root_certs=cert.read_bytes(), **OPTIONS)
+    assert_same(list(remote), local(criteo))
+
+
+def test_server_killed_mid_epoch_and_restarted(criteo: Path, servers) -> None:
+    first, second = servers(), servers()
+    remote = stoker.RemoteLoader([first.location, second.location], reconnect_timeout=60,
+                                 **OPTIONS)
+    expected = local(criteo)
+    it = iter(remote)
+    got = [next(it) for _ in range(2)]  # from the first server (chunks of 3 batches)
+    # Killed while the client is mid-epoch: the batches it still needs from this server
+    # (the next chunk) must come from the restarted server, none lost or repeated.
+    second.kill()
+
+    def restart() -> None:
+        time.sleep(1.0)
+        second.start()
+
+    threading.Thread(target=restart).start()
+    got += list(it)
+    assert_same(got, expected)
+    assert remote.stats()["reconnects"] > 0
+
+
+def test_client_that_goes_away_frees_its_stream(criteo: Path, servers) -> None:
+    server = servers("--max-streams", "1")
+    for _ in range(3):  # each abandoned stream must free the only slot
+        remote = stoker.RemoteLoader([server.location], **OPTIONS)
+        it = iter(remote)
+        next(it)
+        it.close()
+        del it, remote
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            assert_same(list(stoker.RemoteLoader([server.location], **OPTIONS)), local(criteo))
+            break
+        except ConnectionError:
+            assert time.monotonic() < deadline, "the server kept the abandoned stream"
+            time.sleep(0.2)
+
+
+def test_resume_through_remote_loaders(criteo: Path, servers) -> None:
+    location = servers().location
+    expected = local(criteo)
+    remote = stoker.RemoteLoader([location], **OPTIONS)
+    it = iter(remote)
+    head = [next(it) for _ in range(5)]
+    state = remote.state_dict()
+    again = stoker.RemoteLoader([location], **OPTIONS)
+    again.load_state_dict(state)
+    assert_same(head + list(again), expected)
+    # The state is the same as a local loader's: a local loader resumes from it too.
+    loader = stoker.Loader(criteo, columns=COLUMNS, **OPTIONS)
+    loader.load_state_dict(state)
+    assert_same(head + list(loader), expected)
+
+
+def test_unreachable_server_and_mismatched_options(servers) -> None:
+    with pytest.raises(ConnectionError, match="unreachable"):
+        stoker.RemoteLoader(["grpc://127.0.0.1:1"], **OPTIONS)
+    server = servers()
+    with pytest.raises(ValueError, match="batch_size: asked 64, served 700"):
+        stoker.RemoteLoader([server.location], batch_size=64)
