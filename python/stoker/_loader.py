@@ -327,12 +327,8 @@ class Loader:
         rank consumed in it (per world size), and what identifies the dataset and options.
         Take it between batches; ``load_state_dict`` continues with exactly the batches the
         uninterrupted run would have produced next. See docs/determinism.md."""
-        progress = self._progress
-        if progress is not None and not progress.finished:
-            epoch = progress.epoch
-            rounds = _state.merge_round(progress.rounds, self._world_size, progress.rows)
-        else:
-            epoch, rounds = self._epoch, [list(r) for r in self._pending_rounds]
+        epoch, rounds = _state.position(self._progress, self._epoch, self._pending_rounds,
+                                        self._world_size)
         return _state.make_state(epoch=epoch, rounds=rounds, rank=self._rank,
                                  world_size=self._world_size, identity=self._identity,
                                  delivered_digest=self._core.stats()["delivered_digest"])

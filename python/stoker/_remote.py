@@ -256,12 +256,8 @@ class RemoteLoader:
 
     def state_dict(self) -> dict[str, Any]:
         """As Loader.state_dict(); a local Loader can load it too, and vice versa."""
-        progress = self._progress
-        if progress is not None and not progress.finished:
-            epoch = progress.epoch
-            rounds = _state.merge_round(progress.rounds, self._world_size, progress.rows)
-        else:
-            epoch, rounds = self._epoch, [list(r) for r in self._pending_rounds]
+        epoch, rounds = _state.position(self._progress, self._epoch, self._pending_rounds,
+                                        self._world_size)
         return _state.make_state(epoch=epoch, rounds=rounds, rank=self._rank,
                                  world_size=self._world_size, identity=self._identity,
                                  delivered_digest="")

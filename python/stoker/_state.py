@@ -27,6 +27,15 @@ def merge_round(rounds: list[list[int]], world_size: int, rows: int) -> list[lis
     return rounds
 
 
+def position(progress: Any, next_epoch: int,
+             pending_rounds: list[list[int]], world_size: int) -> tuple[int, list[list[int]]]:
+    """(epoch, rounds) a checkpoint taken now must record: the epoch in progress with what
+    this run of it consumed added, or, between epochs, the next epoch and its pending rounds."""
+    if progress is not None and not progress.finished:
+        return progress.epoch, merge_round(progress.rounds, world_size, progress.rows)
+    return next_epoch, [list(r) for r in pending_rounds]
+
+
 def make_state(*, epoch: int, rounds: list[list[int]], rank: int, world_size: int,
                identity: dict[str, Any], delivered_digest: str) -> dict[str, Any]:
     return {
