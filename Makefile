@@ -62,3 +62,39 @@ lint: $(DEPS)
 
 clean:
 	rm -rf build demo-data
+
+# `make bench`: Stoker against the loaders users would pick instead (benchmarks/harness.py;
+# the figures and how to read them: docs/benchmarks.md). Stoker, plain PyArrow and the PyTorch
+# DataLoader run in .venv as `make build` installed it; the peers get environments of their
+# own so the product's stays lean: .bench-venv (Ray Data, matplotlib, the harness itself) and
+# .bench-petastorm-venv (Petastorm 0.13 needs pyarrow < 15 and numpy < 2). BENCH_ARGS passes
+# options to the harness, e.g. BENCH_ARGS="--scale 0.1 --repeats 1" for a quick look.
+BENCH_VENV      := .bench-venv
+BENCH_PY        := $(BENCH_VENV)/bin/python
+BENCH_DEPS      := $(BENCH_VENV)/.deps-installed
+PETASTORM_VENV  := .bench-petastorm-venv
+PETASTORM_PY    := $(PETASTORM_VENV)/bin/python
+PETASTORM_DEPS  := $(PETASTORM_VENV)/.deps-installed
+PETASTORM       := petastorm==0.13.1
+BENCH_ARGS      ?=
+
+.PHONY: bench
+
+$(BENCH_DEPS): benchmarks/requirements-bench.txt benchmarks/constraints.txt $(SYSDEPS)
+	$(PYTHON) -m venv $(BENCH_VENV)
+	$(BENCH_PY) -m pip install -q --upgrade pip
+	$(BENCH_PY) -m pip install -q -c benchmarks/constraints.txt -r benchmarks/requirements-bench.txt
+	@touch $@
+
+$(PETASTORM_DEPS): benchmarks/requirements-petastorm.txt benchmarks/constraints.txt $(SYSDEPS)
+	$(PYTHON) -m venv $(PETASTORM_VENV)
+	$(PETASTORM_PY) -m pip install -q --upgrade pip
+	$(PETASTORM_PY) -m pip install -q -c benchmarks/constraints.txt \
+	  -r benchmarks/requirements-petastorm.txt
+	$(PETASTORM_PY) -m pip install -q --no-deps $(PETASTORM)
+	@touch $@
+
+bench: build $(BENCH_DEPS) $(PETASTORM_DEPS)
+	$(BENCH_PY) benchmarks/harness.py --default-python $(PY) \
+	  --python ray-data=$(BENCH_PY) --python petastorm=$(PETASTORM_PY) \
+	  --charts docs/img --doc docs/benchmarks.md $(BENCH_ARGS)
