@@ -13,6 +13,20 @@ from stoker import _gen
 ROWS = 20_000
 
 
+def assert_same_batches(a: list, b: list) -> None:
+    """Two epochs delivered the same batches: same count, columns, and values bit for bit
+    (dicts of numpy arrays / torch tensors, or pyarrow RecordBatches)."""
+    assert len(a) == len(b)
+    for x, y in zip(a, b):
+        if isinstance(x, pa.RecordBatch):
+            assert x.equals(y)
+            continue
+        assert x.keys() == y.keys()
+        for name in x:
+            np.testing.assert_array_equal(np.asarray(x[name]), np.asarray(y[name]),
+                                          err_msg=name)
+
+
 @pytest.fixture(scope="session")
 def criteo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A criteo-preset dataset: 4 files, row groups of 1,500 rows (uneven across files)."""

@@ -14,9 +14,9 @@ import textwrap
 import warnings
 from pathlib import Path
 
-import numpy as np
 import pytest
 import stoker
+from conftest import assert_same_batches
 from stoker.cli import main as cli
 
 COLUMNS = ["row_id", "label", "I1", "C1"]
@@ -27,13 +27,6 @@ def run(source, **kwargs) -> tuple[list[dict], dict]:
     loader = stoker.Loader(source, **{**KW, **kwargs})
     batches = list(loader)
     return batches, loader.stats()
-
-
-def assert_same(a: list[dict], b: list[dict]) -> None:
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        for name in x:
-            np.testing.assert_array_equal(x[name], y[name], err_msg=name)
 
 
 def entries(cache: Path) -> list[Path]:
@@ -51,13 +44,13 @@ def test_cold_warm_partial_and_no_cache_give_the_same_batches(criteo: Path,
     cache = tmp_path / "cache"
     reference, _ = run(criteo, num_threads=1)
     cold, stats = run(criteo, cache_dir=cache, num_threads=4)
-    assert_same(reference, cold)
+    assert_same_batches(reference, cold)
     groups = row_groups(criteo)
     assert (stats["cache_hits"], stats["cache_misses"]) == (0, groups)
     assert len(entries(cache)) == groups and stats["cache_bytes_written"] > 0
 
     warm, stats = run(criteo, cache_dir=cache, num_threads=2)
-    assert_same(reference, warm)
+    assert_same_batches(reference, warm)
     assert (stats["cache_hits"], stats["cache_misses"]) == (groups, 0)
     assert stats["units_read"] == 0 and stats["bytes_read"] == 0  # nothing from the source
     assert stats["cache_bytes_read"] > 0
@@ -65,7 +58,7 @@ def test_cold_warm_partial_and_no_cache_give_the_same_batches(criteo: Path,
     for path in entries(cache)[::2]:
         path.unlink()
     partial, stats = run(criteo, cache_dir=cache, num_threads=3)
-    assert_same(reference, partial)
+    assert_same_batches(reference, partial)
     assert stats["cache_hits"] == groups // 2 and stats["cache_misses"] == groups - groups // 2
 
 
@@ -90,7 +83,7 @@ def test_lru_keeps_the_cache_under_its_limit(criteo: Path, tmp_path: Path) -> No
     reference, _ = run(criteo)
     for _ in range(2):
         got, stats = run(criteo, cache_dir=tmp_path / "lru", cache_limit_bytes=limit)
-        assert_same(reference, got)
+        assert_same_batches(reference, got)
         assert sum(p.stat().st_size for p in entries(tmp_path / "lru")) <= limit
     assert stats["cache_evictions"] > 0
 
@@ -106,7 +99,7 @@ def test_fill_stops_at_the_limit_and_keeps_what_it_has(criteo: Path, tmp_path: P
     assert 0 < sum(p.stat().st_size for p in kept) <= limit
     got, stats = run(criteo, cache_dir=tmp_path / "fill", cache_limit_bytes=limit,
                      cache_policy="fill")
-    assert_same(reference, got)
+    assert_same_batches(reference, got)
     assert stats["cache_evictions"] == 0 and stats["cache_hits"] == len(kept)
     assert entries(tmp_path / "fill") == kept  # nothing replaced
 
@@ -151,7 +144,7 @@ def test_damaged_entries_are_counted_rebuilt_and_never_delivered(criteo: Path, t
     victim.write_bytes(bytes(data))
 
     got, stats = run(criteo, cache_dir=tmp_path)
-    assert_same(reference, got)
+    assert_same_batches(reference, got)
     assert stats["cache_corrupt"] == 1 and stats["cache_misses"] == 1
     _, stats = run(criteo, cache_dir=tmp_path)  # rebuilt: all hits now
     assert stats["cache_corrupt"] == 0 and stats["cache_misses"] == 0
@@ -166,7 +159,7 @@ def test_abandoned_temporary_files_are_cleaned(criteo: Path, tmp_path: Path) -> 
     fresh.write_bytes(b"another process is writing this")
     got, _ = run(criteo, cache_dir=tmp_path)
     assert not old.exists() and fresh.exists()
-    assert_same(run(criteo)[0], got)
+    assert_same_batches(run(criteo)[0], got)
 
 
 def _share(args: tuple[str, str]) -> tuple[list[int], str]:
@@ -223,7 +216,7 @@ def test_unwritable_or_vanished_cache_directory_does_not_stop_loading(criteo: Pa
     not_a_dir.write_text("not a directory")
     with pytest.warns(RuntimeWarning, match="caching is off for writes"):
         got, _ = run(criteo, cache_dir=not_a_dir)
-    assert_same(reference, got)
+    assert_same_batches(reference, got)
 
     vanishing = tmp_path / "vanishing"
     loader = stoker.Loader(criteo, cache_dir=vanishing, **KW)
@@ -231,7 +224,7 @@ def test_unwritable_or_vanished_cache_directory_does_not_stop_loading(criteo: Pa
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         got = list(loader)
-    assert_same(reference, got)
+    assert_same_batches(reference, got)
     assert sum("caching is off for writes" in str(w.message) for w in caught) == 1
 
 

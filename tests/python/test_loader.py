@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import stoker
-from conftest import ROWS
+from conftest import ROWS, assert_same_batches
 
 COLUMNS = ["row_id", "label", "I1", "C1"]
 
@@ -30,14 +30,6 @@ def epoch(loader: stoker.Loader) -> list[dict[str, np.ndarray]]:
 
 def row_ids(batches: list) -> np.ndarray:
     return np.concatenate([b["row_id"] for b in batches]) if batches else np.array([], np.int64)
-
-
-def assert_same_batches(a: list, b: list) -> None:
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        assert x.keys() == y.keys()
-        for name in x:
-            np.testing.assert_array_equal(x[name], y[name], err_msg=name)
 
 
 # --- determinism --------------------------------------------------------------------------

@@ -11,23 +11,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 import stoker
-from conftest import ROWS
+from conftest import ROWS, assert_same_batches
 
 OPTIONS = {"columns": ["row_id", "I1"], "batch_size": 700, "seed": 11, "shuffle_window": 4500}
 
 
 def run_epoch(loader: stoker.Loader) -> list[dict]:
     return list(loader)
-
-
-def assert_same(a: list[dict], b: list[dict]) -> None:
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        for name in x:
-            np.testing.assert_array_equal(x[name], y[name], err_msg=name)
 
 
 def ids_of(batches: list[dict]) -> list[int]:
@@ -49,10 +41,10 @@ def test_resume_mid_epoch_gives_the_same_batches(criteo: Path, stop_after: int) 
     resumed = stoker.Loader(criteo, num_threads=2, **OPTIONS)
     resumed.load_state_dict(state)
     tail = run_epoch(resumed)
-    assert_same(head + tail, expected)
+    assert_same_batches(head + tail, expected)
     assert resumed.stats()["delivered_digest"] == full.stats()["delivered_digest"]
     # The epoch after is the uninterrupted run's next epoch.
-    assert_same(run_epoch(resumed), run_epoch(full))
+    assert_same_batches(run_epoch(resumed), run_epoch(full))
 
 
 def test_resume_at_the_epoch_boundary_starts_the_next_epoch(criteo: Path) -> None:
@@ -64,7 +56,7 @@ def test_resume_at_the_epoch_boundary_starts_the_next_epoch(criteo: Path) -> Non
     resumed.load_state_dict(state)
     reference = stoker.Loader(criteo, **OPTIONS)
     reference.set_epoch(1)
-    assert_same(run_epoch(resumed), run_epoch(reference))
+    assert_same_batches(run_epoch(resumed), run_epoch(reference))
 
 
 def test_resume_twice_in_one_epoch(criteo: Path) -> None:
@@ -82,7 +74,7 @@ def test_resume_twice_in_one_epoch(criteo: Path) -> None:
             except StopIteration:
                 break
         state = loader.state_dict()
-    assert_same(got, expected)
+    assert_same_batches(got, expected)
 
 
 def test_state_is_small_and_does_not_grow_with_data_or_window(criteo: Path,
@@ -124,7 +116,7 @@ def test_elastic_resume_sees_the_rest_once_with_equal_steps(criteo: Path, before
         # Later epochs are ordinary epochs of the new world size.
         fresh = stoker.Loader(criteo, rank=rank, world_size=after, **OPTIONS)
         fresh.set_epoch(1)
-        assert_same(run_epoch(loader), run_epoch(fresh))
+        assert_same_batches(run_epoch(loader), run_epoch(fresh))
     assert len(counts) == 1, f"ranks took different numbers of steps: {counts}"
     assert len(seen) == len(set(seen)), "a row was delivered twice"
     assert ROWS - len(seen) <= after - 1

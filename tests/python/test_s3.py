@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import numpy as np
 import pyarrow.fs as pafs
 import pytest
 import stoker
+from conftest import assert_same_batches
 from s3_support import KEY, SECRET, FaultProxy, MotoServer
 
 pytest.importorskip("moto")
@@ -41,19 +41,12 @@ def batches(loader: stoker.Loader) -> list[dict]:
     return list(loader)
 
 
-def assert_same(a: list[dict], b: list[dict]) -> None:
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        for name in x:
-            np.testing.assert_array_equal(x[name], y[name], err_msg=name)
-
-
 @pytest.mark.parametrize("source", ["s3://data/criteo/", "s3://data/criteo/*.parquet", "list"])
 def test_s3_batches_equal_local_batches(s3: MotoServer, criteo: Path, source: str) -> None:
     if source == "list":
         source = [f"s3://data/criteo/{p.name}" for p in sorted(criteo.glob("*.parquet"))]
     remote = stoker.Loader(source, storage_options=storage(s3.endpoint), **KW)
-    assert_same(batches(remote), batches(stoker.Loader(criteo, **KW)))
+    assert_same_batches(batches(remote), batches(stoker.Loader(criteo, **KW)))
     stats = remote.stats()
     assert stats["retries"] == 0
     assert stats["requests"] >= stats["units_read"] > 0
@@ -87,7 +80,7 @@ def test_identical_through_latency_503s_and_dropped_connections(s3: MotoServer,
         got = batches(loader)
     finally:
         proxy.stop()
-    assert_same(got, batches(stoker.Loader(criteo, **KW)))
+    assert_same_batches(got, batches(stoker.Loader(criteo, **KW)))
     assert proxy.failed > 0 and proxy.dropped > 0
     assert loader.stats()["retries"] >= proxy.failed  # every fault was retried, none skipped
 
@@ -146,7 +139,7 @@ def test_warm_cache_epoch_makes_no_data_requests(s3: MotoServer, criteo: Path,
         warm = stoker.Loader("s3://data/criteo/", cache_dir=tmp_path, storage_options=options,
                              **KW)
         before = proxy.ranged_gets  # footers were read when the loader was built
-        assert_same(batches(warm), expected)
+        assert_same_batches(batches(warm), expected)
         assert proxy.ranged_gets == before
         assert warm.stats()["requests"] == 0 and warm.stats()["cache_misses"] == 0
     finally:

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import stoker
+from conftest import assert_same_batches
 from pyarrow import flight
 from stoker._remote import ticket
 
@@ -79,17 +80,6 @@ def local(criteo: Path, **kw) -> list:
     return list(stoker.Loader(criteo, columns=COLUMNS, **OPTIONS, **kw))
 
 
-def assert_same(a: list, b: list) -> None:
-    assert len(a) == len(b)
-    for x, y in zip(a, b):
-        if isinstance(x, pa.RecordBatch):
-            assert x.equals(y)
-            continue
-        assert x.keys() == y.keys()
-        for name in x:
-            np.testing.assert_array_equal(np.asarray(x[name]), np.asarray(y[name]), name)
-
-
 @pytest.mark.parametrize("count", [1, 2])
 @pytest.mark.parametrize("output", ["numpy", "arrow"])
 def test_remote_batches_equal_local_batches(criteo: Path, servers, count: int,
@@ -98,13 +88,13 @@ def test_remote_batches_equal_local_batches(criteo: Path, servers, count: int,
     remote = stoker.RemoteLoader(locations, output=output, columns=COLUMNS, **OPTIONS)
     expected = local(criteo, output=output)
     assert len(remote) == len(expected)
-    assert_same(list(remote), expected)
+    assert_same_batches(list(remote), expected)
     # Ranks: every rank's stream equals that rank's local loader, second epoch too.
     for rank in range(2):
         remote = stoker.RemoteLoader(locations, rank=rank, world_size=2, **OPTIONS)
         reference = stoker.Loader(criteo, columns=COLUMNS, rank=rank, world_size=2, **OPTIONS)
         for _ in range(2):
-            assert_same(list(remote), list(reference))
+            assert_same_batches(list(remote), list(reference))
 
 
 def test_torch_output(criteo: Path, servers) -> None:
@@ -148,7 +138,7 @@ def test_bearer_token(criteo: Path, servers, tmp_path: Path) -> None:
     with pytest.raises(PermissionError, match="wrong bearer token"):
         stoker.RemoteLoader([server.location], token="guess", **OPTIONS)
     remote = stoker.RemoteLoader([server.location], token="s3cret", **OPTIONS)
-    assert_same(list(remote), local(criteo))
+    assert_same_batches(list(remote), local(criteo))
 
 
 def test_tls_with_a_certificate_made_here(criteo: Path, servers, tmp_path: Path) -> None:
@@ -160,7 +150,7 @@ def test_tls_with_a_certificate_made_here(criteo: Path, servers, tmp_path: Path)
     server = servers("--tls-cert", str(cert), "--tls-key", str(key))
     assert server.location.startswith("grpc+tls://")
     remote = stoker.RemoteLoader([server.location], tls_root_certs=cert.read_bytes(), **OPTIONS)
-    assert_same(list(remote), local(criteo))
+    assert_same_batches(list(remote), local(criteo))
 
 
 def test_server_killed_mid_epoch_and_restarted(criteo: Path, servers) -> None:
@@ -180,7 +170,7 @@ def test_server_killed_mid_epoch_and_restarted(criteo: Path, servers) -> None:
 
     threading.Thread(target=restart).start()
     got += list(it)
-    assert_same(got, expected)
+    assert_same_batches(got, expected)
     assert remote.stats()["reconnects"] > 0
 
 
@@ -195,7 +185,7 @@ def test_client_that_goes_away_frees_its_stream(criteo: Path, servers) -> None:
     deadline = time.monotonic() + 10
     while True:
         try:
-            assert_same(list(stoker.RemoteLoader([server.location], **OPTIONS)), local(criteo))
+            assert_same_batches(list(stoker.RemoteLoader([server.location], **OPTIONS)), local(criteo))
             break
         except ConnectionError:
             assert time.monotonic() < deadline, "the server kept the abandoned stream"
@@ -211,11 +201,11 @@ def test_resume_through_remote_loaders(criteo: Path, servers) -> None:
     state = remote.state_dict()
     again = stoker.RemoteLoader([location], **OPTIONS)
     again.load_state_dict(state)
-    assert_same(head + list(again), expected)
+    assert_same_batches(head + list(again), expected)
     # The state is the same as a local loader's: a local loader resumes from it too.
     loader = stoker.Loader(criteo, columns=COLUMNS, **OPTIONS)
     loader.load_state_dict(state)
-    assert_same(head + list(loader), expected)
+    assert_same_batches(head + list(loader), expected)
 
 
 def test_unreachable_server_and_mismatched_options(servers) -> None:
