@@ -41,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from loaders import LOADERS, SETTINGS, Spec
-from proctree import CLOCK_TICKS, descendants, rss_bytes
+from proctree import CLOCK_TICKS, descendants, process_table, rss_bytes
 
 REPO = Path(__file__).resolve().parent.parent
 MEASURE = Path(__file__).resolve().parent / "measure.py"
@@ -307,7 +307,7 @@ def _run_child(
     """Runs measure.py for `spec` and returns its result, the tree's peak memory, and the CPU
     time other processes on the machine took meanwhile (a busy machine skews the figures)."""
     waited = _wait_for_quiet(quiet_wait)
-    busy_before, ours_before = _machine_busy_seconds(), _our_cpu_seconds()
+    busy_before, own_before, reaped_before = _machine_busy_seconds(), *_our_cpu_seconds()
     with log.open("a") as stderr:
         stderr.write(f"\n=== {label}\n")
         stderr.flush()
@@ -323,7 +323,7 @@ def _run_child(
             cwd=REPO,
             env=env,
         )
-        sampler = _MemorySampler(child.pid)
+        sampler = _TreeSampler(child.pid)
         try:
             out, _ = child.communicate(timeout=CHILD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
@@ -343,7 +343,11 @@ def _run_child(
     result["exit_code"] = child.returncode
     result["peak_memory_bytes"] = sampler.peak_bytes
     result["max_processes"] = sampler.max_processes
-    others = (_machine_busy_seconds() - busy_before) - (_our_cpu_seconds() - ours_before)
+    # Ours: this process, plus the measurement's tree as reaped or, for what was never reaped
+    # here, as last seen in /proc (sampling misses at most PROCESS_SCAN_S of each process).
+    own, reaped = _our_cpu_seconds()
+    ours = own - own_before + max(reaped - reaped_before, sum(sampler.cpu_seen.values()))
+    others = (_machine_busy_seconds() - busy_before) - ours
     result["other_cpu_seconds"] = max(0.0, others)
     result["child_seconds"] = time.perf_counter() - started
     result["waited_for_quiet_seconds"] = waited
@@ -355,9 +359,9 @@ def _wait_for_quiet(limit: float) -> float:
     that a measurement does not start beside someone's build; returns the seconds waited."""
     started = time.monotonic()
     while time.monotonic() - started < limit:
-        busy, ours = _machine_busy_seconds(), _our_cpu_seconds()
+        busy, ours = _machine_busy_seconds(), sum(_our_cpu_seconds())
         time.sleep(QUIET_PROBE_S)
-        others = (_machine_busy_seconds() - busy) - (_our_cpu_seconds() - ours)
+        others = (_machine_busy_seconds() - busy) - (sum(_our_cpu_seconds()) - ours)
         if others / QUIET_PROBE_S <= QUIET_CORES:
             break
     return time.monotonic() - started
@@ -371,25 +375,28 @@ def _machine_busy_seconds() -> float:
     return (sum(fields[:8]) - idle) / CLOCK_TICKS
 
 
-def _our_cpu_seconds() -> float:
-    """CPU seconds of this process and the children it has reaped (the measurements)."""
+def _our_cpu_seconds() -> tuple[float, float]:
+    """CPU seconds of this process, and of the children it has reaped (the measurements)."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
+    return own.ru_utime + own.ru_stime, reaped.ru_utime + reaped.ru_stime
 
 
-class _MemorySampler:
-    """Polls the resident memory summed over a process and its descendants; keeps the peak.
+class _TreeSampler:
+    """Polls a process and its descendants: the peak of their summed resident memory, and the
+    CPU time each of them has used, as last seen.
 
     Reads /proc/PID/statm, which costs next to nothing, every MEMORY_SAMPLE_S; the set of
-    processes is refreshed every PROCESS_SCAN_S, since walking /proc costs more (PSS, which
-    would count shared pages once, costs a page-table walk per read: a fifth of a core at this
-    rate, too much beside a 2-core measurement)."""
+    processes and their CPU times are refreshed every PROCESS_SCAN_S, since walking /proc costs
+    more (PSS, which would count shared pages once, costs a page-table walk per read: a fifth of
+    a core at this rate, too much beside a 2-core measurement). The CPU times catch processes
+    that this harness never reaps (Ray's daemons), which its own rusage would miss."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self.peak_bytes = 0
         self.max_processes = 0
+        self.cpu_seen: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._poll, daemon=True)
         self._thread.start()
@@ -398,7 +405,11 @@ class _MemorySampler:
         pids, scanned = [self.pid], 0.0
         while not self._stop.is_set():
             if time.monotonic() - scanned >= PROCESS_SCAN_S:
-                pids, scanned = [self.pid, *descendants(self.pid)], time.monotonic()
+                table = process_table()
+                pids, scanned = [self.pid, *descendants(self.pid, table)], time.monotonic()
+                for pid in pids:
+                    if pid in table:
+                        self.cpu_seen[pid] = table[pid][1]
             total = sum(rss_bytes(pid) for pid in pids)
             self.peak_bytes = max(self.peak_bytes, total)
             self.max_processes = max(self.max_processes, len(pids))

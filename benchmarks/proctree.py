@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import resource
 
-__all__ = ["CLOCK_TICKS", "descendants", "rss_bytes", "tree_cpu_seconds"]
+__all__ = ["CLOCK_TICKS", "descendants", "process_table", "rss_bytes", "tree_cpu_seconds"]
 
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 PAGE_BYTES = os.sysconf("SC_PAGE_SIZE")
@@ -18,22 +18,30 @@ def tree_cpu_seconds() -> float:
     descendant."""
     own = resource.getrusage(resource.RUSAGE_SELF)
     reaped = resource.getrusage(resource.RUSAGE_CHILDREN)
-    total = own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime
-    for pid in descendants(os.getpid()):
-        stat = _read_stat(pid)
-        if stat is not None:
-            total += (int(stat[11]) + int(stat[12])) / CLOCK_TICKS  # utime, stime
-    return total
+    table = process_table()
+    below = descendants(os.getpid(), table)
+    return own.ru_utime + own.ru_stime + reaped.ru_utime + reaped.ru_stime + sum(
+        table[pid][1] for pid in below
+    )
 
 
-def descendants(root: int) -> list[int]:
-    """Every live process below `root`, found from the parent ids in /proc."""
-    children: dict[int, list[int]] = {}
+def process_table() -> dict[int, tuple[int, float]]:
+    """pid -> (parent pid, CPU seconds so far) for every live process, from /proc."""
+    table = {}
     for name in os.listdir("/proc"):
         if name.isdigit():
             stat = _read_stat(int(name))
             if stat is not None:
-                children.setdefault(int(stat[1]), []).append(int(name))
+                # Fields 4, 14 and 15 of /proc/PID/stat: ppid, utime, stime.
+                table[int(name)] = (int(stat[1]), (int(stat[11]) + int(stat[12])) / CLOCK_TICKS)
+    return table
+
+
+def descendants(root: int, table: dict[int, tuple[int, float]] | None = None) -> list[int]:
+    """Every live process below `root`, from the parent ids of `table` (default: now)."""
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in (process_table() if table is None else table).items():
+        children.setdefault(parent, []).append(pid)
     found, todo = [], [root]
     while todo:
         below = children.get(todo.pop(), [])

@@ -150,13 +150,15 @@ def _stall_goal(results: dict[str, Any]) -> dict[str, Any]:
     if not rates:
         verdict["detail"] = "no measured R where Petastorm's stall share exceeds 50%"
         return verdict
-    # The R where Stoker does best among those where Petastorm stalls more than half the time.
-    rate, stoker_share, peer_share = min(rates, key=lambda r: r[1])
+    # Met if Stoker stays under the bar at any R where Petastorm stalls more than half the time.
+    best = min(share for _, share, _ in rates)
     verdict |= {
-        "value": stoker_share,
-        "met": stoker_share < STALL_GOAL_STOKER,
-        "detail": f"R = {_count(rate)} rows/s: Stoker {stoker_share:.1%}, "
-        f"Petastorm {peer_share:.1%}",
+        "value": best,
+        "met": best < STALL_GOAL_STOKER,
+        "detail": "; ".join(
+            f"R = {_count(rate)} rows/s: Stoker {stoker_share:.1%}, Petastorm {peer_share:.1%}"
+            for rate, stoker_share, peer_share in sorted(rates)
+        ),
     }
     return verdict
 
@@ -394,7 +396,7 @@ def _growth_table(summary: list[dict[str, Any]]) -> str:
         f"### Growth: Stoker on {entries[0]['dataset']} at larger sizes and fewer threads",
         "",
         "| size | rows | threads | rows/s | MB/s | CPU-s / M rows | peak RSS |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for e in entries:
         lines.append(
