@@ -52,7 +52,7 @@ demo: build
 	$(VENV)/bin/stoker gen $(DEMO_DIR) --preset criteo --rows $(DEMO_ROWS) --files 4 --overwrite
 	$(VENV)/bin/stoker bench $(DEMO_DIR) --batch-size 4096
 
-CPP_SOURCES = $(wildcard include/stoker/*.h src/*.h src/*.cc src/python/*.cc tests/cpp/*.h \
+CPP_SOURCES = $(wildcard include/stoker/*.h src/*/*.h src/*/*.cc src/*/*/*.h src/*/*/*.cc tests/cpp/*.h \
                          tests/cpp/*.cc examples/*.cc)
 
 lint: $(DEPS)

@@ -21,8 +21,8 @@ arrow::Status Run(const std::string& source, int64_t batch_size) {
   options.seed = 7;
   ARROW_ASSIGN_OR_RAISE(auto loader, stoker::Loader::Make(options));
   std::cout << "schema: " << loader->schema()->ToString(false) << "\n"
-            << "rows: " << loader->manifest().num_rows()
-            << ", batches per epoch: " << loader->num_batches() << "\n";
+            << "rows: " << loader->num_rows() << ", batches per epoch: " << loader->num_batches()
+            << "\n";
   for (int64_t epoch = 0; epoch < 2; ++epoch) {
     ARROW_ASSIGN_OR_RAISE(auto stream, loader->StartEpoch(epoch));
     int64_t rows = 0;

@@ -6,16 +6,23 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "stoker/batch_stream.h"
-#include "stoker/manifest.h"
 #include "stoker/options.h"
-#include "stoker/plan.h"
+#include "stoker/resume.h"
 #include "stoker/stats.h"
-#include "stoker/transform.h"
 
 namespace stoker {
 
+// The engine's internals, which this header names but an embedder never needs to see.
+class EpochPlan;
+class Manifest;
+class Stats;
+class TransformSpec;
+struct PlanConfig;
 struct UnitSource;
 
 /// Turns a Parquet dataset into exact, deterministic, shuffled batches, one epoch at a time.
@@ -76,7 +83,7 @@ class Loader {
   /// Starts a stream (see StreamSpec).
   arrow::Result<std::unique_ptr<BatchStream>> StartStream(const StreamSpec& spec) const;
   /// Counters summed over every epoch so far.
-  StatsSnapshot stats() const { return stats_->Snapshot(); }
+  StatsSnapshot stats() const;
   /// A warning the disk cache raised (writes turned off), once; empty otherwise.
   std::string TakeCacheWarning() const;
   /// Continues stats().delivered_digest from a value saved before a resume.

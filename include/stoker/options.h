@@ -10,11 +10,19 @@
 #include <string>
 #include <vector>
 
-#include "stoker/disk_cache.h"
-#include "stoker/storage.h"
-#include "stoker/transform.h"
+#include "stoker/storage_options.h"
+#include "stoker/transform_options.h"
 
 namespace stoker {
+
+/// What the cache does when it is full.
+enum class CachePolicy {
+  /// Evict the least recently used entries to stay under the limit.
+  kLru,
+  /// Store until the limit is reached, then keep what is there (a fixed part of every epoch
+  /// is served locally when the dataset is larger than the disk).
+  kFill,
+};
 
 /// What kind of batch the consumer receives; decides which column types are allowed.
 enum class OutputKind {
@@ -62,16 +70,16 @@ struct LoaderOptions {
   int prefetch = 0;
   /// Which column types are allowed (see OutputKind).
   OutputKind output = OutputKind::kTensor;
-  /// Local directory caching finished units (disk_cache.h); empty: no cache. The cache never
-  /// changes what is delivered.
+  /// Local directory caching finished units (src/cache/disk_cache.h); empty: no cache. The cache
+  /// never changes what is delivered.
   std::string cache_dir;
   /// Bytes the cache may hold (0: no limit).
   int64_t cache_limit_bytes = 0;
   /// What a full cache does (CachePolicy).
   CachePolicy cache_policy = CachePolicy::kLru;
-  /// How to reach object storage for s3:// sources (storage.h).
+  /// How to reach object storage for s3:// sources (storage_options.h).
   StorageOptions storage;
-  /// Feature transforms applied to each row group in the workers, in order (transform.h).
+  /// Feature transforms applied to each row group in the workers, in order (transform_options.h).
   std::vector<TransformOp> transforms;
   /// Rows kept: those for which this boolean expression is true (null counts as false).
   /// May name columns outside `columns`; they are read for the filter only. Unset: all rows.

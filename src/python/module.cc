@@ -22,8 +22,11 @@
 #include <memory>
 #include <optional>
 
+#include "assemble/column_types.h"
+#include "manifest/manifest.h"
+#include "plan/plan.h"
 #include "stoker/api.h"
-#include "stoker/flight_service.h"
+#include "transform/transform_spec.h"
 
 namespace nb = nanobind;
 

@@ -6,6 +6,8 @@
 #include <fstream>
 #include <set>
 
+#include "manifest/manifest.h"
+#include "plan/plan.h"
 #include "stoker/error.h"
 #include "test_data.h"
 

@@ -1,5 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
-#include "stoker/plan.h"
+#include "plan/plan.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
-#include "stoker/source.h"
+#include "manifest/source.h"
 
 #include <gtest/gtest.h>
 

@@ -1,0 +1,35 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#pragma once
+
+#include <string>
+
+namespace stoker {
+
+/// How to reach object storage (s3:// sources). Credentials come from the standard AWS chain
+/// (environment, config files, instance roles) unless given here.
+struct StorageOptions {
+  /// AWS region; empty: from the environment or the bucket.
+  std::string region;
+  /// host[:port] of an S3-compatible store (MinIO, Ceph, a test server); empty: AWS.
+  std::string endpoint_override;
+  /// "http" or "https"; empty: https.
+  std::string scheme;
+  /// Unsigned requests (public buckets).
+  bool anonymous = false;
+  /// Explicit credentials (all three empty: the standard chain).
+  std::string access_key;
+  std::string secret_key;
+  std::string session_token;
+  /// Attempts per request, the first included (>= 1); transient errors (HTTP 500/503,
+  /// throttling, resets, timeouts) are retried with exponential backoff up to this many.
+  int max_attempts = 8;
+  /// Seconds; 0 means the SDK's default.
+  double connect_timeout = 0;
+  double request_timeout = 0;
+  /// Range reads in flight at once, separate from the decode threads (>= 1). 0 means 16.
+  int io_threads = 0;
+
+  int ResolvedIoThreads() const { return io_threads > 0 ? io_threads : 16; }
+};
+
+}  // namespace stoker

@@ -1,0 +1,47 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#pragma once
+
+#include <arrow/record_batch.h>
+#include <arrow/result.h>
+
+#include <memory>
+#include <vector>
+
+#include "exec/unit_reader.h"
+#include "plan/plan.h"
+
+namespace stoker {
+
+/// The decoded units of one window, in the window's unit order.
+struct LoadedWindow {
+  /// Window index in the plan.
+  int64_t index = 0;
+  /// Indices into UnitSource::units of the units, in the same order.
+  std::vector<int32_t> unit_ids;
+  std::vector<std::shared_ptr<arrow::RecordBatch>> units;
+};
+
+/// A finished batch and the hash of its rows' global indices, in order.
+struct AssembledBatch {
+  std::shared_ptr<arrow::RecordBatch> batch;
+  uint64_t rows_hash = 0;
+};
+
+/// Gathers the rows of one batch, in plan order, into freshly allocated 64-byte-aligned
+/// buffers that the batch owns. Fixed-width columns without nulls are gathered by direct
+/// copy; other types (strings, nullable columns, bool) go through Arrow's take kernel.
+class Assembler {
+ public:
+  explicit Assembler(std::shared_ptr<const UnitSource> source) : source_(std::move(source)) {}
+
+  /// Rank-local offsets [begin, end) of the plan; `windows` are the loaded windows of
+  /// plan.window_schedule() that hold them, in order.
+  arrow::Result<AssembledBatch> Assemble(
+      const EpochPlan& plan, int64_t begin, int64_t end,
+      const std::vector<std::shared_ptr<const LoadedWindow>>& windows) const;
+
+ private:
+  std::shared_ptr<const UnitSource> source_;
+};
+
+}  // namespace stoker

@@ -1,0 +1,81 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#pragma once
+
+#include <arrow/record_batch.h>
+#include <arrow/result.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+#include "stoker/options.h"
+#include "telemetry/stats.h"
+
+namespace stoker {
+
+/// A local-disk cache of finished units (row groups after projection, filter and transforms),
+/// shared safely by the processes of one host.
+///
+/// Layout: DIR/<k0k1>/<k2k3>/<key>.stkc, where key is 32 hex digits; each entry is a 64-byte
+/// header (magic, format version, payload length, XXH3-64 checksum of the payload) followed by
+/// an Arrow IPC file (64-byte-aligned buffers), read back by memory mapping with no copy.
+/// Entries are written under DIR/tmp/ and renamed into place when complete, so a reader sees
+/// a whole entry or none. A damaged entry (bad checksum, truncated) is counted, deleted and
+/// reported as a miss. Any write failure (full disk, read-only or vanished directory,
+/// permissions) turns writing off for this cache with one warning; reads go on.
+class DiskCache {
+ public:
+  /// Bumped whenever the entry format or what keys cover changes: old entries then miss.
+  static constexpr uint32_t kFormatVersion = 1;
+
+  /// Opens (creating if needed) a cache in `dir` holding at most `limit_bytes` (0: no
+  /// limit). Never fails on a bad directory: it starts with writes off and a warning.
+  static std::shared_ptr<DiskCache> Open(const std::string& dir, int64_t limit_bytes,
+                                         CachePolicy policy, std::shared_ptr<Stats> stats);
+
+  /// The cached batch for `key`, or nullptr on a miss. Never fails: unreadable or damaged
+  /// entries are misses (damaged ones are counted and deleted).
+  std::shared_ptr<arrow::RecordBatch> Get(const std::string& key);
+
+  /// Stores `batch` under `key` (unless writes are off, or the policy says the cache is full).
+  void Put(const std::string& key, const arrow::RecordBatch& batch);
+
+  /// The warning to show the user once (empty when there is none or it was taken).
+  std::string TakeWarning();
+
+  /// The entries on disk now: count and bytes (rescans the directory).
+  std::pair<int64_t, int64_t> Usage();
+
+  const std::string& dir() const { return dir_; }
+
+ private:
+  struct Entry {
+    int64_t bytes = 0;
+    uint64_t last_use = 0;  // a logical clock; higher is more recent
+  };
+
+  DiskCache(std::string dir, int64_t limit_bytes, CachePolicy policy, std::shared_ptr<Stats> stats)
+      : dir_(std::move(dir)), limit_(limit_bytes), policy_(policy), stats_(std::move(stats)) {}
+
+  std::string PathOf(const std::string& key) const;
+  void DisableWrites(const std::string& why);  // requires mutex_
+  void Rescan();                               // requires mutex_
+  void EvictFor(int64_t incoming);             // requires mutex_
+
+  const std::string dir_;
+  const int64_t limit_;
+  const CachePolicy policy_;
+  const std::shared_ptr<Stats> stats_;
+
+  std::mutex mutex_;
+  bool writes_enabled_ = true;
+  std::string warning_;
+  std::unordered_map<std::string, Entry> entries_;  // by entry path
+  int64_t total_bytes_ = 0;
+  uint64_t clock_ = 0;
+};
+
+}  // namespace stoker

@@ -1,0 +1,214 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "exec/epoch_pipeline.h"
+
+#include <algorithm>
+
+#include "exec/unit_reader.h"
+
+namespace stoker {
+
+EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan plan,
+                             std::vector<int64_t> batches, const LoaderOptions& options,
+                             std::shared_ptr<Stats> stats)
+    : source_(std::move(source)),
+      plan_(std::move(plan)),
+      assembler_(source_),
+      batches_(std::move(batches)),
+      prefetch_(options.ResolvedPrefetch()),
+      lookahead_(options.shuffle ? 1 : options.ResolvedThreads()),
+      stats_(std::move(stats)),
+      workers_(options.ResolvedThreads()) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  // The windows these batches read, in order (all of the rank's, or a server's share).
+  for (int64_t batch : batches_) {
+    const auto [first, last] = plan_.ScheduleRange(batch);
+    for (int64_t w = first; w <= last; ++w) {
+      if (schedule_.empty() || schedule_.back() < w) schedule_.push_back(w);
+    }
+  }
+  last_window_ = static_cast<int64_t>(schedule_.size()) - 1;
+  Pump();
+}
+
+EpochPipeline::~EpochPipeline() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    cancelled_ = true;
+  }
+  ready_cv_.notify_all();
+  {
+    // Fetch callbacks refer to this pipeline: wait until none is outstanding.
+    std::unique_lock<std::mutex> lock(fetch_mutex_);
+    fetches_done_.wait(lock, [this] { return fetches_in_flight_.load() == 0; });
+  }
+  workers_.Shutdown();
+}
+
+std::pair<int64_t, int64_t> EpochPipeline::Range(int64_t k) const {
+  const auto [first, last] = plan_.ScheduleRange(batches_[k]);
+  auto position = [this](int64_t scheduled) {
+    return static_cast<int64_t>(std::lower_bound(schedule_.begin(), schedule_.end(), scheduled) -
+                                schedule_.begin());
+  };
+  return {position(first), position(last)};
+}
+
+void EpochPipeline::ScheduleWindow(int64_t position) {
+  const int64_t scheduled = position;
+  const int64_t window = plan_.window_schedule()[schedule_[position]];
+  const Window& w = plan_.windows()[window];
+  WindowSlot& slot = windows_[scheduled];
+  slot.data = std::make_shared<LoadedWindow>();
+  slot.data->index = window;
+  slot.data->units.resize(w.num_units);
+  for (int64_t i = 0; i < w.num_units; ++i) {
+    slot.data->unit_ids.push_back(plan_.unit_order()[w.first_unit + i]);
+  }
+  slot.pending_units = w.num_units;
+  for (int64_t i = 0; i < w.num_units; ++i) {
+    const Unit& unit = source_->units[slot.data->unit_ids[i]];
+    if (source_->cache == nullptr) {
+      StartUnit(scheduled, i, unit);
+    } else {
+      // Looking the cache up reads a file: do it in a worker, not under mutex_.
+      workers_.Submit(
+          [this, scheduled, i, &unit] {
+            auto cached = source_->cache->Get(CacheKey(*source_, unit));
+            if (cached == nullptr) return StartUnit(scheduled, i, unit);
+            const auto status = CheckUnit(*source_, unit, *cached);
+            if (!status.ok()) return OnUnitRead(scheduled, i, status);
+            OnUnitRead(scheduled, i, std::move(cached));
+          },
+          /*urgent=*/false);
+    }
+  }
+}
+
+void EpochPipeline::StartUnit(int64_t scheduled, int64_t i, const Unit& unit) {
+  // The fetch runs on the I/O executor; when its bytes are in, a worker decodes it. The
+  // callback may run right here (an already finished future), so nothing on this path may
+  // lock mutex_ (ScheduleWindow holds it).
+  auto fetch = StartFetch(*source_->manifest, unit, AllColumns(*source_), source_->io_context(),
+                          stats_.get());
+  auto decode = [this, scheduled, i, &unit, fetch] {
+    auto raw = fetch.ok() ? DecodeFetch(*source_->manifest, unit, fetch->get(), source_->pool,
+                                        stats_.get())
+                          : arrow::Result<std::shared_ptr<arrow::RecordBatch>>(fetch.status());
+    if (!raw.ok()) return OnUnitRead(scheduled, i, raw.status());
+    auto finished = FinishUnit(*source_, unit, std::move(*raw), stats_.get());
+    if (finished.ok() && source_->cache != nullptr) {
+      source_->cache->Put(CacheKey(*source_, unit), **finished);
+    }
+    OnUnitRead(scheduled, i, std::move(finished));
+  };
+  if (!fetch.ok()) {
+    workers_.Submit(std::move(decode), /*urgent=*/false);
+    return;
+  }
+  fetches_in_flight_.fetch_add(1);
+  (*fetch)->ready.AddCallback(
+      [this, decode = std::move(decode), arrived = *fetch](const arrow::Status&) {
+        NoteArrived(*arrived, stats_.get());
+        workers_.Submit(decode, /*urgent=*/false);
+        std::lock_guard<std::mutex> lock(fetch_mutex_);
+        fetches_in_flight_.fetch_sub(1);
+        fetches_done_.notify_all();
+      });
+}
+
+void EpochPipeline::Pump() {
+  if (cancelled_ || !error_.ok()) return;
+  const auto count = static_cast<int64_t>(batches_.size());
+  while (next_assemble_ < count && next_assemble_ - next_deliver_ < prefetch_) {
+    const auto [first, last] = Range(next_assemble_);
+    next_window_ = std::max(next_window_, first);
+    while (next_window_ <= last) ScheduleWindow(next_window_++);
+    std::vector<std::shared_ptr<const LoadedWindow>> needed;
+    for (int64_t w = first; w <= last; ++w) {
+      const WindowSlot& slot = windows_.at(w);
+      if (slot.pending_units > 0) break;
+      needed.push_back(slot.data);
+    }
+    if (static_cast<int64_t>(needed.size()) != last - first + 1) break;
+
+    const int64_t batch = next_assemble_++;
+    workers_.Submit(
+        [this, batch, needed = std::move(needed)] {
+          const auto start = Stats::Clock::now();
+          const auto [begin, end] = plan_.BatchRange(batches_[batch]);
+          auto result = assembler_.Assemble(plan_, begin, end, needed);
+          stats_->AddAssemble(Stats::Clock::now() - start);
+          OnBatchAssembled(batch, std::move(result));
+        },
+        /*urgent=*/true);
+    // Windows before the next batch's first are held only by the tasks that still use them.
+    const int64_t keep_from =
+        next_assemble_ < count ? Range(next_assemble_).first : last_window_ + 1;
+    windows_.erase(windows_.begin(), windows_.lower_bound(keep_from));
+  }
+  if (next_assemble_ < count) {
+    const int64_t horizon = std::min(Range(next_assemble_).second + lookahead_, last_window_);
+    while (next_window_ <= horizon) ScheduleWindow(next_window_++);
+  }
+}
+
+void EpochPipeline::OnUnitRead(int64_t window, int64_t unit_in_window,
+                               arrow::Result<std::shared_ptr<arrow::RecordBatch>> result) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!result.ok()) {
+    if (error_.ok()) error_ = result.status();
+    ready_cv_.notify_all();
+    return;
+  }
+  auto it = windows_.find(window);
+  if (it == windows_.end()) return;  // cancelled or failed meanwhile
+  it->second.data->units[unit_in_window] = std::move(*result);
+  if (--it->second.pending_units == 0) Pump();
+}
+
+void EpochPipeline::OnBatchAssembled(int64_t batch, arrow::Result<AssembledBatch> result) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (result.ok()) {
+      ready_.emplace(batch, std::move(*result));
+    } else if (error_.ok()) {
+      error_ = result.status();
+    }
+  }
+  ready_cv_.notify_all();
+}
+
+bool EpochPipeline::Deliverable() const {
+  return next_deliver_ >= static_cast<int64_t>(batches_.size()) ||
+         ready_.count(next_deliver_) > 0 || !error_.ok() || cancelled_;
+}
+
+bool EpochPipeline::WaitReady(std::chrono::milliseconds timeout) {
+  const auto start = Stats::Clock::now();
+  std::unique_lock<std::mutex> lock(mutex_);
+  const bool ready = ready_cv_.wait_for(lock, timeout, [this] { return Deliverable(); });
+  stats_->AddWait(Stats::Clock::now() - start);
+  return ready;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> EpochPipeline::Next() {
+  const auto start = Stats::Clock::now();
+  std::unique_lock<std::mutex> lock(mutex_);
+  ready_cv_.wait(lock, [this] { return Deliverable(); });
+  stats_->AddWait(Stats::Clock::now() - start);
+  if (next_deliver_ >= static_cast<int64_t>(batches_.size())) return nullptr;
+  auto it = ready_.find(next_deliver_);
+  if (it == ready_.end()) {
+    if (cancelled_) return arrow::Status::Cancelled("the epoch was cancelled");
+    return error_;
+  }
+  auto assembled = std::move(it->second);
+  ready_.erase(it);
+  auto& batch = assembled.batch;
+  ++next_deliver_;
+  stats_->AddDelivered(batch->num_rows(), assembled.rows_hash);
+  Pump();
+  return batch;
+}
+
+}  // namespace stoker

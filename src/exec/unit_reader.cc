@@ -1,0 +1,232 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "exec/unit_reader.h"
+
+#include <arrow/array.h>
+#include <arrow/filesystem/filesystem.h>
+#include <arrow/io/caching.h>
+#include <arrow/table.h>
+#include <parquet/arrow/reader.h>
+#include <parquet/exception.h>
+
+#include <algorithm>
+#include <numeric>
+
+#include "assemble/column_types.h"
+#include "manifest/counting_file.h"
+#include "stoker/error.h"
+#include "util/digest.h"
+
+namespace stoker {
+
+namespace {
+
+std::string Where(const Manifest& manifest, const Unit& unit) {
+  return "'" + manifest.files()[unit.file].source.display + "' (row group " +
+         std::to_string(unit.row_group) + ")";
+}
+
+// Keeps the status's code, adds where it happened. A feature Parquet C++ lacks (e.g. a
+// nested column chunk over 2 GiB) is a property of this file the user must act on, like
+// any other unreadable data.
+arrow::Status ReadError(arrow::Status status, const Manifest& manifest, const Unit& unit) {
+  if (status.IsNotImplemented()) status = arrow::Status::IOError(status.message());
+  return WithContext(status, "reading " + Where(manifest, unit));
+}
+
+arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetchUnchecked(const Manifest& manifest,
+                                                                  const Unit& unit,
+                                                                  std::vector<int> columns,
+                                                                  const arrow::io::IOContext& io,
+                                                                  Stats* stats) {
+  const ManifestFile& file = manifest.files()[unit.file];
+  auto fetch = std::make_shared<RowGroupFetch>();
+  fetch->columns = std::move(columns);
+  for (int c : fetch->columns) {
+    const auto& leaves = file.column_leaves[c];
+    fetch->leaves.insert(fetch->leaves.end(), leaves.begin(), leaves.end());
+  }
+  fetch->started = Stats::Clock::now();
+  // Opening by FileInfo skips a metadata request (the size is known from the listing).
+  arrow::fs::FileInfo info(file.source.path, arrow::fs::FileType::File);
+  info.set_size(file.source.size);
+  ARROW_ASSIGN_OR_RAISE(auto input, file.source.filesystem->OpenInputFile(info));
+  auto counted = std::make_shared<CountingFile>(std::move(input), stats);
+  const std::vector<int> row_groups{unit.row_group};
+  BEGIN_PARQUET_CATCH_EXCEPTIONS
+  fetch->reader = parquet::ParquetFileReader::Open(counted, parquet::ReaderProperties(io.pool()),
+                                                   file.metadata);
+  auto row_group = file.metadata->RowGroup(unit.row_group);
+  fetch->first_byte = file.source.size;
+  for (int leaf : fetch->leaves) {
+    auto chunk = row_group->ColumnChunk(leaf);
+    int64_t start = chunk->data_page_offset();
+    if (chunk->has_dictionary_page() && chunk->dictionary_page_offset() > 0) {
+      start = std::min(start, chunk->dictionary_page_offset());
+    }
+    fetch->bytes_needed += chunk->total_compressed_size();
+    fetch->first_byte = std::min(fetch->first_byte, start);
+    fetch->end_byte = std::max(fetch->end_byte, start + chunk->total_compressed_size());
+  }
+  // Pre-buffered bytes live as long as this reader: one reader per unit frees them when
+  // the unit is decoded (DESIGN.md).
+  fetch->reader->PreBuffer(row_groups, fetch->leaves, io, arrow::io::CacheOptions::Defaults());
+  fetch->ready = fetch->reader->WhenBuffered(row_groups, fetch->leaves);
+  END_PARQUET_CATCH_EXCEPTIONS
+  return fetch;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> DecodeUnchecked(const Manifest& manifest,
+                                                                   const Unit& unit,
+                                                                   RowGroupFetch* fetch,
+                                                                   arrow::MemoryPool* pool,
+                                                                   Stats* stats) {
+  if (!fetch->ready.status().ok()) {
+    return WithContext(fetch->ready.status(), "fetching bytes " +
+                                                  std::to_string(fetch->first_byte) + "-" +
+                                                  std::to_string(fetch->end_byte));
+  }
+  const auto fetched = Stats::Clock::now();
+  std::shared_ptr<arrow::Table> table;
+  BEGIN_PARQUET_CATCH_EXCEPTIONS
+  parquet::ArrowReaderProperties properties;
+  properties.set_use_threads(false);  // parallelism is across units, in our pool
+  properties.set_pre_buffer(false);   // done by StartFetch
+  ARROW_ASSIGN_OR_RAISE(
+      auto reader, parquet::arrow::FileReader::Make(pool, std::move(fetch->reader), properties));
+  ARROW_ASSIGN_OR_RAISE(table, reader->ReadRowGroup(unit.row_group, fetch->leaves));
+  END_PARQUET_CATCH_EXCEPTIONS
+
+  // Columns in the order asked for, whatever order the file stores them in.
+  arrow::FieldVector fields;
+  arrow::ChunkedArrayVector chunks;
+  for (int c : fetch->columns) {
+    const auto& field = manifest.schema()->field(c);
+    auto column = table->GetColumnByName(field->name());
+    if (column == nullptr || !column->type()->Equals(*field->type())) {
+      return arrow::Status::Invalid("column '", field->name(), "' did not decode as ",
+                                    field->type()->ToString());
+    }
+    fields.push_back(field);
+    chunks.push_back(std::move(column));
+  }
+  table = arrow::Table::Make(arrow::schema(fields), std::move(chunks), table->num_rows());
+  ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch(pool));
+  stats->AddDecode(Stats::Clock::now() - fetched);
+  return batch;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> FilterAndTransform(
+    const UnitSource& source, std::shared_ptr<arrow::RecordBatch> batch) {
+  if (source.filter != nullptr) {
+    ARROW_ASSIGN_OR_RAISE(batch, source.filter->Apply(batch, source.pool));
+    for (const auto& name : source.filter_only_columns) {
+      ARROW_ASSIGN_OR_RAISE(batch, batch->RemoveColumn(batch->schema()->GetFieldIndex(name)));
+    }
+  }
+  return source.transforms->Apply(batch, source.pool);
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetch(const Manifest& manifest, const Unit& unit,
+                                                         std::vector<int> columns,
+                                                         const arrow::io::IOContext& io,
+                                                         Stats* stats) {
+  auto result =
+      CatchAll([&] { return StartFetchUnchecked(manifest, unit, std::move(columns), io, stats); });
+  if (!result.ok()) return ReadError(result.status(), manifest, unit);
+  return result;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> DecodeFetch(const Manifest& manifest,
+                                                               const Unit& unit,
+                                                               RowGroupFetch* fetch,
+                                                               arrow::MemoryPool* pool,
+                                                               Stats* stats) {
+  auto result = CatchAll([&] { return DecodeUnchecked(manifest, unit, fetch, pool, stats); });
+  if (!result.ok()) return ReadError(result.status(), manifest, unit);
+  return result;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadRowGroup(const UnitSource& source,
+                                                                const Unit& unit,
+                                                                std::vector<int> columns,
+                                                                Stats* stats) {
+  ARROW_ASSIGN_OR_RAISE(auto fetch, StartFetch(*source.manifest, unit, std::move(columns),
+                                               source.io_context(), stats));
+  fetch->ready.Wait();
+  NoteArrived(*fetch, stats);
+  return DecodeFetch(*source.manifest, unit, fetch.get(), source.pool, stats);
+}
+
+void NoteArrived(const RowGroupFetch& fetch, Stats* stats) {
+  stats->AddRead(fetch.bytes_needed, Stats::Clock::now() - fetch.started);
+}
+
+std::vector<int> AllColumns(const UnitSource& source) {
+  std::vector<int> all(source.manifest->schema()->num_fields());
+  std::iota(all.begin(), all.end(), 0);
+  return all;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> FinishUnit(
+    const UnitSource& source, const Unit& unit, std::shared_ptr<arrow::RecordBatch> raw,
+    Stats* stats) {
+  const Manifest& manifest = *source.manifest;
+  const auto start = Stats::Clock::now();
+  auto finished = CatchAll([&] { return FilterAndTransform(source, std::move(raw)); });
+  stats->AddTransform(Stats::Clock::now() - start);
+  if (!finished.ok()) return WithContext(finished.status(), Where(manifest, unit));
+  ARROW_RETURN_NOT_OK(CheckUnit(source, unit, **finished));
+  return finished;
+}
+
+arrow::Status CheckUnit(const UnitSource& source, const Unit& unit,
+                        const arrow::RecordBatch& batch) {
+  const Manifest& manifest = *source.manifest;
+  if (batch.num_rows() != unit.num_rows) {
+    return arrow::Status::IOError(Where(manifest, unit), " gave ", batch.num_rows(), " rows where ",
+                                  unit.num_rows,
+                                  " were counted when the loader was made: the file changed");
+  }
+  if (!batch.schema()->Equals(*source.output_schema, /*check_metadata=*/false)) {
+    return arrow::Status::Invalid(Where(manifest, unit), " gave columns ",
+                                  batch.schema()->ToString(), " where ",
+                                  source.output_schema->ToString(), " were expected");
+  }
+  if (source.output != OutputKind::kTensor) return arrow::Status::OK();
+  const auto& ragged = source.transforms->ragged_columns();
+  for (int i = 0; i < batch.num_columns(); ++i) {
+    const auto& data = *batch.column_data(i);
+    const std::string& name = batch.schema()->field(i)->name();
+    const bool is_ragged = std::find(ragged.begin(), ragged.end(), name) != ragged.end();
+    // A null list of a ragged column arrives as an empty one; its values must not be null.
+    if (is_ragged ? HasNulls(*data.child_data[0]) : HasNulls(data)) {
+      return arrow::Status::Invalid(
+          "column '", name, "' has null values in ", Where(manifest, unit),
+          "; numpy/torch output cannot hold nulls and Stoker does not fill them silently: "
+          "read it with output=\"arrow\", fill them with a fill_null transform, or leave "
+          "it out of columns");
+    }
+  }
+  return arrow::Status::OK();
+}
+
+std::string CacheKey(const UnitSource& source, const Unit& unit) {
+  const SourceFile& file = source.manifest->files()[unit.file].source;
+  Digest key;
+  key.Add(source.cache_config_digest);
+  key.Add(file.display);
+  key.Add(static_cast<uint64_t>(file.size));
+  key.Add(static_cast<uint64_t>(file.mtime_ns));
+  key.Add(static_cast<uint64_t>(unit.row_group));
+  return key.Hex();
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnit(const UnitSource& source,
+                                                            const Unit& unit, Stats* stats) {
+  ARROW_ASSIGN_OR_RAISE(auto raw, ReadRowGroup(source, unit, AllColumns(source), stats));
+  return FinishUnit(source, unit, std::move(raw), stats);
+}
+
+}  // namespace stoker

@@ -1,0 +1,111 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#pragma once
+
+#include <arrow/io/interfaces.h>
+#include <arrow/record_batch.h>
+#include <arrow/result.h>
+#include <arrow/util/future.h>
+#include <parquet/file_reader.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cache/disk_cache.h"
+#include "manifest/manifest.h"
+#include "stoker/options.h"
+#include "telemetry/stats.h"
+#include "transform/row_filter.h"
+#include "transform/transform_spec.h"
+
+namespace stoker {
+
+/// Everything a worker needs to turn a unit into the rows the plan counts on. Immutable,
+/// shared by the epochs of a loader.
+struct UnitSource {
+  std::shared_ptr<const Manifest> manifest;
+  /// The units the plan schedules: row groups that may match the filter, with num_rows the
+  /// count of matching rows (all rows without a filter).
+  std::vector<Unit> units;
+  /// Applied first, to every row group read; null for none.
+  std::shared_ptr<const RowFilter> filter;
+  std::optional<arrow::compute::Expression> filter_expression;
+  /// Columns read only because the filter needs them; dropped after it.
+  std::vector<std::string> filter_only_columns;
+  /// Applied after the filter.
+  std::shared_ptr<const TransformSpec> transforms;
+  /// Columns of a finished unit (the transforms' output).
+  std::shared_ptr<arrow::Schema> output_schema;
+  OutputKind output = OutputKind::kTensor;
+  arrow::MemoryPool* pool = nullptr;
+  /// Where range reads run: an executor of StorageOptions::io_threads, apart from the
+  /// decode threads, so a slow store keeps many requests in flight.
+  std::shared_ptr<arrow::internal::Executor> io_executor;
+  /// Finished units on local disk; null without a cache.
+  std::shared_ptr<DiskCache> cache;
+  /// Digest of everything besides the file and row group that a finished unit depends on
+  /// (columns read and their types, filter, transforms, cache format).
+  std::string cache_config_digest;
+  arrow::io::IOContext io_context() const { return arrow::io::IOContext(pool, io_executor.get()); }
+};
+
+/// A row group whose column chunks are being fetched.
+struct RowGroupFetch {
+  std::unique_ptr<parquet::ParquetFileReader> reader;
+  std::vector<int> columns;  // indices into the manifest's schema
+  std::vector<int> leaves;   // their leaf columns in this file
+  /// Completes when every byte is in memory.
+  arrow::Future<> ready;
+  Stats::Clock::time_point started;
+  int64_t bytes_needed = 0;
+  /// The byte span of the file it reads, for error messages.
+  int64_t first_byte = 0;
+  int64_t end_byte = 0;
+};
+
+/// Starts fetching the `columns` of one row group in coalesced ranges, without waiting.
+arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetch(const Manifest& manifest, const Unit& unit,
+                                                         std::vector<int> columns,
+                                                         const arrow::io::IOContext& io,
+                                                         Stats* stats);
+
+/// Records a fetch's bytes and time waiting on the store; call when `ready` completes.
+void NoteArrived(const RowGroupFetch& fetch, Stats* stats);
+
+/// Decodes a fetch whose `ready` future completed (its error, if it failed).
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> DecodeFetch(const Manifest& manifest,
+                                                               const Unit& unit,
+                                                               RowGroupFetch* fetch,
+                                                               arrow::MemoryPool* pool,
+                                                               Stats* stats);
+
+/// Fetches and decodes, blocking.
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadRowGroup(const UnitSource& source,
+                                                                const Unit& unit,
+                                                                std::vector<int> columns,
+                                                                Stats* stats);
+
+/// Makes a decoded unit what the plan expects: filtered, transformed, checked (with
+/// OutputKind::kTensor a null in an output column is an error naming file, row group and
+/// column; a row count other than unit.num_rows means the file changed).
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> FinishUnit(
+    const UnitSource& source, const Unit& unit, std::shared_ptr<arrow::RecordBatch> raw,
+    Stats* stats);
+
+/// Checks a finished unit: its row count (else the file changed) and, with OutputKind::kTensor,
+/// no nulls in its columns (the error names file, row group and column).
+arrow::Status CheckUnit(const UnitSource& source, const Unit& unit,
+                        const arrow::RecordBatch& batch);
+
+/// The cache key of a unit: its file's identity, row group and the source's config digest.
+std::string CacheKey(const UnitSource& source, const Unit& unit);
+
+/// Every column the unit needs, in manifest order.
+std::vector<int> AllColumns(const UnitSource& source);
+
+/// Reads and finishes one unit, blocking.
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnit(const UnitSource& source,
+                                                            const Unit& unit, Stats* stats);
+
+}  // namespace stoker

@@ -1,0 +1,255 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "stoker/loader.h"
+
+#include <arrow/compute/initialize.h>
+#include <arrow/util/parallel.h>
+#include <arrow/util/thread_pool.h>
+
+#include <algorithm>
+#include <mutex>
+
+#include "assemble/column_types.h"
+#include "exec/epoch_pipeline.h"
+#include "exec/unit_reader.h"
+#include "stoker/error.h"
+#include "util/digest.h"
+
+namespace stoker {
+
+namespace {
+
+// Arrow's compute kernels (used to gather non-fixed-width columns) must be registered once
+// per process; pyarrow does it on import, standalone programs rely on this.
+arrow::Status EnsureComputeInitialized() {
+  static std::once_flag once;
+  static arrow::Status status;
+  std::call_once(once, [] { status = arrow::compute::Initialize(); });
+  return status;
+}
+
+// Checks that the output columns suit numpy/torch: types, and nulls that statistics prove.
+arrow::Status CheckTensorOutput(const UnitSource& source) {
+  const auto& ragged = source.transforms->ragged_columns();
+  const std::string where = "'" + source.manifest->files()[0].source.display + "'";
+  for (const auto& field : source.output_schema->fields()) {
+    if (std::find(ragged.begin(), ragged.end(), field->name()) != ragged.end()) continue;
+    ARROW_RETURN_NOT_OK(WithContext(CheckTensorType(*field), where));
+  }
+  std::vector<std::string> as_read;
+  for (const auto& name : source.transforms->UntouchedColumns()) {
+    if (source.output_schema->GetFieldIndex(name) >= 0) as_read.push_back(name);
+  }
+  return CheckNoNullsByStatistics(*source.manifest, as_read);
+}
+
+// Skips the row groups whose statistics rule the filter out, then counts the matching rows
+// of the others (reading only the filter's columns) so the plan knows every unit's size.
+arrow::Result<std::vector<Unit>> CountMatchingRows(const UnitSource& source, Stats* stats) {
+  const Manifest& manifest = *source.manifest;
+  const auto& schema = manifest.schema();
+  ARROW_ASSIGN_OR_RAISE(auto names, RowFilter::ColumnsOf(*source.filter_expression));
+  std::vector<int> columns;
+  for (const auto& name : names) columns.push_back(schema->GetFieldIndex(name));
+
+  std::vector<Unit> candidates;
+  int64_t pruned = 0;
+  for (const auto& unit : manifest.units()) {
+    const auto& file = manifest.files()[unit.file];
+    std::vector<int> leaves;
+    for (const auto& field_leaves : file.column_leaves) {
+      leaves.push_back(field_leaves.size() == 1 ? field_leaves[0] : -1);
+    }
+    if (source.filter->MayMatch(*file.metadata->RowGroup(unit.row_group), leaves)) {
+      candidates.push_back(unit);
+    } else {
+      ++pruned;
+    }
+  }
+  stats->SetPruned(pruned);
+  std::vector<arrow::Result<int64_t>> counts(candidates.size());
+  ARROW_RETURN_NOT_OK(arrow::internal::ParallelFor(static_cast<int>(candidates.size()), [&](int i) {
+    counts[i] = [&]() -> arrow::Result<int64_t> {
+      ARROW_ASSIGN_OR_RAISE(auto batch, ReadRowGroup(source, candidates[i], columns, stats));
+      return source.filter->Count(batch, source.pool);
+    }();
+    return arrow::Status::OK();
+  }));
+  std::vector<Unit> units;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    ARROW_ASSIGN_OR_RAISE(int64_t matching, counts[i]);
+    if (matching == 0) continue;
+    Unit unit = candidates[i];
+    unit.num_rows = matching;
+    units.push_back(unit);
+  }
+  return units;
+}
+
+arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& options,
+                                                          const std::shared_ptr<Stats>& stats) {
+  auto source = std::make_shared<UnitSource>();
+  source->output = options.output;
+  source->pool = options.ResolvedMemoryPool();
+  ARROW_ASSIGN_OR_RAISE(source->io_executor,
+                        arrow::internal::ThreadPool::Make(options.storage.ResolvedIoThreads()));
+  std::vector<std::string> read = options.columns;
+  if (options.filter.has_value()) {
+    ARROW_ASSIGN_OR_RAISE(auto filter_columns, RowFilter::ColumnsOf(*options.filter));
+    for (const auto& name : filter_columns) {
+      if (!read.empty() && std::find(read.begin(), read.end(), name) == read.end()) {
+        read.push_back(name);
+        source->filter_only_columns.push_back(name);
+      }
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(source->manifest, CatchAll([&] {
+                          return Manifest::Make(options.sources, read, options.storage,
+                                                stats->retry_counter());
+                        }));
+  const auto& schema = source->manifest->schema();
+  arrow::FieldVector inputs;
+  for (const auto& field : schema->fields()) {
+    const auto& skip = source->filter_only_columns;
+    if (std::find(skip.begin(), skip.end(), field->name()) == skip.end()) inputs.push_back(field);
+  }
+  ARROW_ASSIGN_OR_RAISE(source->transforms,
+                        TransformSpec::Make(options.transforms, arrow::schema(inputs)));
+  source->output_schema = source->transforms->output_schema();
+  if (options.output == OutputKind::kTensor) ARROW_RETURN_NOT_OK(CheckTensorOutput(*source));
+  if (options.filter.has_value()) {
+    source->filter_expression = options.filter;
+    ARROW_ASSIGN_OR_RAISE(source->filter, RowFilter::Make(*options.filter, schema));
+    ARROW_ASSIGN_OR_RAISE(source->units,
+                          CatchAll([&] { return CountMatchingRows(*source, stats.get()); }));
+  } else {
+    source->units = source->manifest->units();
+  }
+  if (!options.cache_dir.empty()) {
+    source->cache =
+        DiskCache::Open(options.cache_dir, options.cache_limit_bytes, options.cache_policy, stats);
+    Digest config;
+    config.Add(static_cast<uint64_t>(DiskCache::kFormatVersion));
+    for (const auto& field : schema->fields()) {
+      config.Add(field->name());
+      config.Add(field->type()->ToString());
+    }
+    config.Add(source->filter == nullptr ? std::string() : source->filter->digest());
+    config.Add(source->transforms->digest());
+    source->cache_config_digest = config.Hex();
+  }
+  return source;
+}
+
+}  // namespace
+
+Loader::Loader(LoaderOptions options, std::shared_ptr<const UnitSource> source,
+               std::shared_ptr<Stats> stats)
+    : options_(std::move(options)), source_(std::move(source)), stats_(std::move(stats)) {
+  for (const auto& unit : source_->units) {
+    unit_rows_.push_back(unit.num_rows);
+    num_rows_ += unit.num_rows;
+  }
+}
+
+arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
+  ARROW_RETURN_NOT_OK(options.Validate());
+  ARROW_RETURN_NOT_OK(EnsureComputeInitialized());
+  auto stats = std::make_shared<Stats>();
+  ARROW_ASSIGN_OR_RAISE(auto source, MakeUnitSource(options, stats));
+  return std::shared_ptr<Loader>(new Loader(std::move(options), std::move(source), stats));
+}
+
+const Manifest& Loader::manifest() const { return *source_->manifest; }
+
+const std::shared_ptr<arrow::Schema>& Loader::schema() const { return source_->output_schema; }
+
+const TransformSpec& Loader::transforms() const { return *source_->transforms; }
+
+std::string Loader::filter_digest() const {
+  return source_->filter == nullptr ? "" : source_->filter->digest();
+}
+
+const std::vector<std::string>& Loader::ragged_columns() const {
+  return source_->transforms->ragged_columns();
+}
+
+std::string Loader::TakeCacheWarning() const {
+  return source_->cache == nullptr ? "" : source_->cache->TakeWarning();
+}
+
+StatsSnapshot Loader::stats() const { return stats_->Snapshot(); }
+
+int64_t Loader::num_batches() const {
+  return BatchesPerRank(num_rows_ / options_.world_size, MakePlanConfig(0));
+}
+
+PlanConfig Loader::MakePlanConfig(int64_t epoch) const {
+  PlanConfig config;
+  config.seed = options_.seed;
+  config.epoch = static_cast<uint64_t>(epoch);
+  config.shuffle = options_.shuffle;
+  // Without shuffle a window is one unit: rows stream in order, nothing needs mixing.
+  config.window_rows = options_.shuffle ? options_.ResolvedShuffleWindow() : 1;
+  config.world_size = options_.world_size;
+  config.rank = options_.rank;
+  config.batch_size = options_.batch_size;
+  config.drop_last = options_.drop_last;
+  return config;
+}
+
+arrow::Result<EpochPlan> Loader::PlanEpoch(int64_t epoch,
+                                           const std::vector<ResumeRound>& resumed) const {
+  if (epoch < 0) return arrow::Status::Invalid("epoch must be >= 0, got ", epoch);
+  PlanConfig config = MakePlanConfig(epoch);
+  config.resumed = resumed;
+  return EpochPlan::Make(unit_rows_, config);
+}
+
+arrow::Result<std::unique_ptr<BatchStream>> Loader::StartEpoch(
+    int64_t epoch, const std::vector<ResumeRound>& resumed) const {
+  StreamSpec spec;
+  spec.epoch = epoch;
+  spec.resumed = resumed;
+  spec.rank = options_.rank;
+  spec.world_size = options_.world_size;
+  return StartStream(spec);
+}
+
+arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> Loader::PlanStream(
+    const StreamSpec& spec) const {
+  if (spec.epoch < 0) return arrow::Status::Invalid("epoch must be >= 0, got ", spec.epoch);
+  if (spec.world_size < 1 || spec.rank < 0 || spec.rank >= spec.world_size) {
+    return arrow::Status::Invalid("rank must satisfy 0 <= rank < world_size, got rank ", spec.rank,
+                                  " of ", spec.world_size);
+  }
+  if (spec.shards < 1 || spec.shard < 0 || spec.shard >= spec.shards || spec.chunk < 1 ||
+      spec.first_batch < 0) {
+    return arrow::Status::Invalid("invalid stream shard ", spec.shard, " of ", spec.shards,
+                                  " (chunk ", spec.chunk, ", first batch ", spec.first_batch, ")");
+  }
+  PlanConfig config = MakePlanConfig(spec.epoch);
+  config.resumed = spec.resumed;
+  config.rank = spec.rank;
+  config.world_size = spec.world_size;
+  ARROW_ASSIGN_OR_RAISE(auto plan, EpochPlan::Make(unit_rows_, config));
+  std::vector<int64_t> batches;
+  for (int64_t b = spec.first_batch; b < plan.num_batches(); ++b) {
+    if ((b / spec.chunk) % spec.shards == spec.shard) batches.push_back(b);
+  }
+  return std::make_pair(std::move(plan), std::move(batches));
+}
+
+arrow::Result<std::unique_ptr<BatchStream>> Loader::StartStream(const StreamSpec& spec) const {
+  ARROW_ASSIGN_OR_RAISE(auto planned, PlanStream(spec));
+  return std::make_unique<EpochPipeline>(source_, std::move(planned.first),
+                                         std::move(planned.second), options_, stats_);
+}
+
+arrow::Status Loader::RestoreDeliveredDigest(const std::string& hex) {
+  if (!stats_->RestoreDigest(hex)) {
+    return arrow::Status::Invalid("delivered_digest must be 32 hex digits, got '", hex, "'");
+  }
+  return arrow::Status::OK();
+}
+
+}  // namespace stoker

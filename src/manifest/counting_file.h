@@ -1,0 +1,46 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#pragma once
+
+#include <arrow/io/interfaces.h>
+#include <arrow/result.h>
+#include <arrow/util/future.h>
+
+#include <memory>
+
+#include "telemetry/stats.h"
+
+namespace stoker {
+
+/// A RandomAccessFile that forwards to another and counts the read requests and bytes it
+/// asks of the store (after Parquet's range coalescing), for stats().
+class CountingFile final : public arrow::io::RandomAccessFile {
+ public:
+  CountingFile(std::shared_ptr<arrow::io::RandomAccessFile> inner, Stats* stats)
+      : inner_(std::move(inner)), stats_(stats) {}
+
+  arrow::Status Close() override { return inner_->Close(); }
+  bool closed() const override { return inner_->closed(); }
+  arrow::Result<int64_t> Tell() const override { return inner_->Tell(); }
+  arrow::Status Seek(int64_t position) override { return inner_->Seek(position); }
+  arrow::Result<int64_t> GetSize() override { return inner_->GetSize(); }
+  arrow::Result<int64_t> Read(int64_t nbytes, void* out) override;
+  arrow::Result<std::shared_ptr<arrow::Buffer>> Read(int64_t nbytes) override;
+  arrow::Result<int64_t> ReadAt(int64_t position, int64_t nbytes, void* out) override;
+  arrow::Result<std::shared_ptr<arrow::Buffer>> ReadAt(int64_t position, int64_t nbytes) override;
+  arrow::Result<int64_t> ReadAt(int64_t position, int64_t nbytes, bool allow_short_read,
+                                void* out) override;
+  arrow::Result<std::shared_ptr<arrow::Buffer>> ReadAt(int64_t position, int64_t nbytes,
+                                                       bool allow_short_read) override;
+  arrow::Future<std::shared_ptr<arrow::Buffer>> ReadAsync(const arrow::io::IOContext& context,
+                                                          int64_t position,
+                                                          int64_t nbytes) override;
+  arrow::Future<std::shared_ptr<arrow::Buffer>> ReadAsync(const arrow::io::IOContext& context,
+                                                          int64_t position, int64_t nbytes,
+                                                          bool allow_short_read) override;
+
+ private:
+  std::shared_ptr<arrow::io::RandomAccessFile> inner_;
+  Stats* stats_;
+};
+
+}  // namespace stoker

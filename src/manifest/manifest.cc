@@ -1,0 +1,215 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "manifest/manifest.h"
+
+#include <arrow/io/interfaces.h>
+#include <arrow/util/parallel.h>
+#include <parquet/arrow/reader.h>
+#include <parquet/arrow/schema.h>
+#include <parquet/exception.h>
+#include <parquet/file_reader.h>
+#include <parquet/statistics.h>
+
+#include <set>
+
+#include "stoker/error.h"
+#include "util/digest.h"
+
+namespace stoker {
+
+namespace {
+
+// What one footer tells about a file, before the files are checked against each other.
+struct Footer {
+  std::shared_ptr<parquet::FileMetaData> metadata;
+  std::shared_ptr<arrow::Schema> schema;
+  parquet::arrow::SchemaManifest schema_manifest;
+};
+
+arrow::Result<Footer> ReadFooter(const SourceFile& file) {
+  Footer footer;
+  ARROW_ASSIGN_OR_RAISE(auto input, file.filesystem->OpenInputFile(file.path));
+  BEGIN_PARQUET_CATCH_EXCEPTIONS
+  auto reader = parquet::ParquetFileReader::Open(input);
+  footer.metadata = reader->metadata();
+  ARROW_ASSIGN_OR_RAISE(auto arrow_reader, parquet::arrow::FileReader::Make(
+                                               arrow::default_memory_pool(), std::move(reader)));
+  ARROW_RETURN_NOT_OK(arrow_reader->GetSchema(&footer.schema));
+  footer.schema_manifest = arrow_reader->manifest();
+  END_PARQUET_CATCH_EXCEPTIONS
+  return footer;
+}
+
+void CollectLeaves(const parquet::arrow::SchemaField& field, std::vector<int>* leaves) {
+  if (field.is_leaf()) {
+    leaves->push_back(field.column_index);
+    return;
+  }
+  for (const auto& child : field.children) CollectLeaves(child, leaves);
+}
+
+std::string JoinNames(const arrow::Schema& schema) {
+  std::string out;
+  for (const auto& field : schema.fields()) {
+    if (!out.empty()) out += ", ";
+    out += field->name();
+  }
+  return out;
+}
+
+// Field index of `name` in `schema`, or an error naming the file and what it does hold.
+arrow::Result<int> FindColumn(const arrow::Schema& schema, const std::string& name,
+                              const std::string& path) {
+  const auto indices = schema.GetAllFieldIndices(name);
+  if (indices.size() == 1) return indices[0];
+  if (indices.empty()) {
+    return arrow::Status::KeyError("column '", name, "' not found in '", path,
+                                   "'; available columns: ", JoinNames(schema));
+  }
+  return arrow::Status::Invalid("column '", name, "' appears ", indices.size(), " times in '", path,
+                                "'");
+}
+
+// Checks a file's column chunks and appends its non-empty row groups as units. Reads column
+// metadata, which Parquet decodes lazily and may throw on.
+arrow::Status AddUnits(size_t i, const ManifestFile& file, std::vector<Unit>* units,
+                       int64_t* num_rows, Digest* fingerprint) {
+  fingerprint->Add(file.source.display);
+  fingerprint->Add(static_cast<uint64_t>(file.source.size));
+  fingerprint->Add(static_cast<uint64_t>(file.source.mtime_ns));
+  const auto& metadata = *file.metadata;
+  fingerprint->Add(static_cast<uint64_t>(metadata.num_row_groups()));
+  for (int rg = 0; rg < metadata.num_row_groups(); ++rg) {
+    auto row_group = metadata.RowGroup(rg);
+    fingerprint->Add(static_cast<uint64_t>(row_group->num_rows()));
+    if (row_group->num_rows() <= 0) continue;
+    Unit unit;
+    unit.file = static_cast<int32_t>(i);
+    unit.row_group = rg;
+    unit.num_rows = row_group->num_rows();
+    unit.first_row = *num_rows;
+    for (int leaf : file.leaf_columns) {
+      unit.bytes += row_group->ColumnChunk(leaf)->total_compressed_size();
+    }
+    units->push_back(unit);
+    *num_rows += unit.num_rows;
+  }
+  return arrow::Status::OK();
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const std::vector<std::string>& source_list,
+                                                        const std::vector<std::string>& columns,
+                                                        const StorageOptions& storage,
+                                                        const RetryCounter& retries) {
+  ARROW_ASSIGN_OR_RAISE(auto sources, ResolveSources(source_list, storage, retries));
+
+  std::vector<arrow::Result<Footer>> footers(sources.size());
+  ARROW_RETURN_NOT_OK(arrow::internal::ParallelFor(
+      static_cast<int>(sources.size()),
+      [&](int i) {
+        footers[i] = CatchAll([&] { return ReadFooter(sources[i]); });
+        return arrow::Status::OK();
+      },
+      arrow::io::default_io_context().executor()));
+  for (size_t i = 0; i < sources.size(); ++i) {
+    if (!footers[i].ok()) {
+      const auto& status = footers[i].status();
+      // A store that fails is not a file that is not Parquet: say which it is.
+      if (status.IsIOError() && status.message().find("Parquet") == std::string::npos) {
+        return WithContext(ExplainStorageError(status, sources[i].display), "reading the footer");
+      }
+      return WithContext(status, "'" + sources[i].display + "' could not be read as Parquet");
+    }
+  }
+
+  auto manifest = std::make_shared<Manifest>();
+  const Footer& first = *footers[0];
+  const std::string& first_path = sources[0].display;
+  std::vector<std::string> names = columns;
+  if (names.empty()) {
+    for (const auto& field : first.schema->fields()) names.push_back(field->name());
+  }
+  arrow::FieldVector fields;
+  for (const auto& name : names) {
+    ARROW_ASSIGN_OR_RAISE(int index, FindColumn(*first.schema, name, first_path));
+    fields.push_back(first.schema->field(index));
+  }
+  manifest->schema_ = arrow::schema(fields);
+
+  Digest fingerprint;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const Footer& footer = *footers[i];
+    ManifestFile file;
+    file.source = sources[i];
+    file.metadata = footer.metadata;
+    if (columns.empty() && footer.schema->num_fields() != first.schema->num_fields()) {
+      return arrow::Status::Invalid(
+          "files disagree on their columns: '", first_path, "' has ", first.schema->num_fields(),
+          " (", JoinNames(*first.schema), ") but '", file.source.display, "' has ",
+          footer.schema->num_fields(), " (", JoinNames(*footer.schema), ")");
+    }
+    for (const auto& field : fields) {
+      auto found = FindColumn(*footer.schema, field->name(), file.source.display);
+      if (!found.ok()) {
+        return WithContext(found.status(), "files disagree on their columns: '" + first_path +
+                                               "' has column '" + field->name() + "'");
+      }
+      const auto& other = footer.schema->field(*found);
+      if (!other->type()->Equals(*field->type())) {
+        return arrow::Status::Invalid("files disagree on column '", field->name(), "': it is ",
+                                      field->type()->ToString(), " in '", first_path, "' but ",
+                                      other->type()->ToString(), " in '", file.source.display, "'");
+      }
+      std::vector<int> leaves;
+      CollectLeaves(footer.schema_manifest.schema_fields[*found], &leaves);
+      file.leaf_columns.insert(file.leaf_columns.end(), leaves.begin(), leaves.end());
+      file.column_leaves.push_back(std::move(leaves));
+    }
+    // Column metadata is decoded lazily and may throw (encrypted columns, corrupt footers).
+    ARROW_RETURN_NOT_OK(WithContext(CatchAll([&]() -> arrow::Status {
+                                      BEGIN_PARQUET_CATCH_EXCEPTIONS
+                                      return AddUnits(i, file, &manifest->units_,
+                                                      &manifest->num_rows_, &fingerprint);
+                                      END_PARQUET_CATCH_EXCEPTIONS
+                                    }),
+                                    "'" + file.source.display + "' could not be read as Parquet"));
+    manifest->files_.push_back(std::move(file));
+  }
+  manifest->fingerprint_ = fingerprint.Hex();
+  return manifest;
+}
+
+arrow::Status CheckNoNullsByStatistics(const Manifest& manifest,
+                                       const std::vector<std::string>& columns) {
+  for (const auto& file : manifest.files()) {
+    const auto& metadata = *file.metadata;
+    for (const auto& name : columns) {
+      const int field = manifest.schema()->GetFieldIndex(name);
+      if (field < 0) continue;
+      for (int rg = 0; rg < metadata.num_row_groups(); ++rg) {
+        for (int leaf : file.column_leaves[field]) {
+          int64_t nulls = 0;
+          auto status = CatchAll([&]() -> arrow::Status {
+            BEGIN_PARQUET_CATCH_EXCEPTIONS
+            auto stats = metadata.RowGroup(rg)->ColumnChunk(leaf)->statistics();
+            if (stats != nullptr && stats->HasNullCount()) nulls = stats->null_count();
+            return arrow::Status::OK();
+            END_PARQUET_CATCH_EXCEPTIONS
+          });
+          ARROW_RETURN_NOT_OK(WithContext(status, "'" + file.source.display + "'"));
+          if (nulls <= 0) continue;
+          return arrow::Status::Invalid(
+              "column '", name, "' has ", nulls, " null values in '", file.source.display,
+              "' (row group ", rg,
+              "); numpy/torch output cannot hold nulls and Stoker does not fill them silently: "
+              "read it with output=\"arrow\", fill them with a fill_null transform, or leave "
+              "it out of columns");
+        }
+      }
+    }
+  }
+  return arrow::Status::OK();
+}
+
+}  // namespace stoker

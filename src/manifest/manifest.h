@@ -1,0 +1,73 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#pragma once
+
+#include <arrow/result.h>
+#include <arrow/type.h>
+#include <parquet/metadata.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "manifest/source.h"
+
+namespace stoker {
+
+/// A Parquet file of the dataset with its footer, read once.
+struct ManifestFile {
+  SourceFile source;
+  std::shared_ptr<parquet::FileMetaData> metadata;
+  /// Leaf column indices in this file that hold the projected columns.
+  std::vector<int> leaf_columns;
+  /// The same, per projected column (parallel to Manifest::schema()).
+  std::vector<std::vector<int>> column_leaves;
+};
+
+/// The smallest piece of work the plan schedules: one row group.
+struct Unit {
+  int32_t file = 0;
+  int32_t row_group = 0;
+  int64_t num_rows = 0;
+  /// Rows before this unit in dataset order (its first row's global index).
+  int64_t first_row = 0;
+  /// Compressed bytes of the projected column chunks.
+  int64_t bytes = 0;
+};
+
+/// The files of a source, their footers, the projected schema and the units, plus a
+/// fingerprint of it all. Immutable once made; shared by every epoch of a loader.
+class Manifest {
+ public:
+  /// Resolves the sources, reads every footer (in parallel) and checks that the files agree
+  /// on `columns` (all of the first file's columns when empty).
+  static arrow::Result<std::shared_ptr<Manifest>> Make(const std::vector<std::string>& sources,
+                                                       const std::vector<std::string>& columns,
+                                                       const StorageOptions& storage = {},
+                                                       const RetryCounter& retries = nullptr);
+
+  /// The files in dataset order.
+  const std::vector<ManifestFile>& files() const { return files_; }
+  /// Non-empty row groups in dataset order (file order, then row-group order).
+  const std::vector<Unit>& units() const { return units_; }
+  /// The projected columns, in output order, as Arrow reads them.
+  const std::shared_ptr<arrow::Schema>& schema() const { return schema_; }
+  /// Rows in the dataset.
+  int64_t num_rows() const { return num_rows_; }
+  /// Digest of the ordered file identities (path, size, mtime) and row-group row counts.
+  const std::string& fingerprint() const { return fingerprint_; }
+
+ private:
+  std::vector<ManifestFile> files_;
+  std::vector<Unit> units_;
+  std::shared_ptr<arrow::Schema> schema_;
+  int64_t num_rows_ = 0;
+  std::string fingerprint_;
+};
+
+/// Rejects `columns` when Parquet statistics prove a row group holds nulls in them (tensor
+/// outputs cannot hold nulls), before any data is read. The error names file and row group.
+arrow::Status CheckNoNullsByStatistics(const Manifest& manifest,
+                                       const std::vector<std::string>& columns);
+
+}  // namespace stoker

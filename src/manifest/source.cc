@@ -1,0 +1,143 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "manifest/source.h"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "stoker/error.h"
+
+namespace stoker {
+
+namespace {
+
+bool IsUri(const std::string& source) { return source.find("://") != std::string::npos; }
+
+bool HasGlob(const std::string& path) { return path.find_first_of("*?[") != std::string::npos; }
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+SourceFile ToSourceFile(const std::shared_ptr<arrow::fs::FileSystem>& fs,
+                        const arrow::fs::FileInfo& info) {
+  SourceFile file;
+  file.filesystem = fs;
+  file.path = info.path();
+  file.display = fs->type_name() == "local" ? info.path() : fs->type_name() + "://" + info.path();
+  file.size = info.size();
+  file.mtime_ns =
+      info.mtime() == arrow::fs::kNoTime
+          ? 0
+          : std::chrono::duration_cast<std::chrono::nanoseconds>(info.mtime().time_since_epoch())
+                .count();
+  return file;
+}
+
+// Lists regular files under `dir` (recursively) whose path satisfies `keep`, sorted.
+template <typename Keep>
+arrow::Result<std::vector<SourceFile>> ListFiles(const std::shared_ptr<arrow::fs::FileSystem>& fs,
+                                                 const std::string& dir, Keep keep) {
+  arrow::fs::FileSelector selector;
+  selector.base_dir = dir;
+  selector.recursive = true;
+  ARROW_ASSIGN_OR_RAISE(auto infos, fs->GetFileInfo(selector));
+  std::vector<SourceFile> files;
+  for (const auto& info : infos) {
+    if (info.type() == arrow::fs::FileType::File && keep(info.path())) {
+      files.push_back(ToSourceFile(fs, info));
+    }
+  }
+  std::sort(files.begin(), files.end(),
+            [](const SourceFile& a, const SourceFile& b) { return a.path < b.path; });
+  return files;
+}
+
+arrow::Result<std::vector<SourceFile>> ResolveOne(const std::string& source,
+                                                  const StorageOptions& storage,
+                                                  const RetryCounter& retries) {
+  std::string location = source;
+  if (!IsUri(source)) {
+    location = std::filesystem::absolute(source).lexically_normal().string();
+  }
+  const bool glob = HasGlob(location);
+  // The filesystem is chosen from the part before any glob character.
+  std::string base = location;
+  if (glob) {
+    const auto slash = location.rfind('/', location.find_first_of("*?["));
+    base = location.substr(0, slash == std::string::npos ? 0 : slash);
+    if (base.empty() || EndsWith(base, ":/")) base += "/";
+  }
+  std::string base_path;
+  ARROW_ASSIGN_OR_RAISE(auto fs, OpenFileSystem(base, storage, retries, &base_path));
+
+  if (glob) {
+    // The pattern in the filesystem's own path terms: the base's path, then the rest.
+    std::string pattern = base_path;
+    if (!pattern.empty() && pattern.back() == '/') pattern.pop_back();
+    pattern += location.substr(base.size() - (base.back() == '/' ? 1 : 0));
+    ARROW_ASSIGN_OR_RAISE(auto base_info, fs->GetFileInfo(base_path));
+    if (base_info.type() != arrow::fs::FileType::Directory) {
+      return NotFound("source '", source, "': directory '", base, "' does not exist");
+    }
+    ARROW_ASSIGN_OR_RAISE(auto files, ListFiles(fs, base_path, [&](const std::string& path) {
+                            return fnmatch(pattern.c_str(), path.c_str(), FNM_PATHNAME) == 0;
+                          }));
+    if (files.empty()) {
+      return NotFound("source '", source, "': the glob matches no file");
+    }
+    return files;
+  }
+
+  ARROW_ASSIGN_OR_RAISE(auto info, fs->GetFileInfo(base_path));
+  switch (info.type()) {
+    case arrow::fs::FileType::File:
+      return std::vector<SourceFile>{ToSourceFile(fs, info)};
+    case arrow::fs::FileType::Directory: {
+      ARROW_ASSIGN_OR_RAISE(auto files, ListFiles(fs, base_path, [](const std::string& path) {
+                              return EndsWith(path, ".parquet");
+                            }));
+      if (files.empty()) {
+        return arrow::Status::Invalid("source '", source,
+                                      "': directory contains no *.parquet files");
+      }
+      return files;
+    }
+    default:
+      return NotFound("source '", source, "': no such file or directory");
+  }
+}
+
+}  // namespace
+
+arrow::Result<std::vector<SourceFile>> ResolveSources(const std::vector<std::string>& sources,
+                                                      const StorageOptions& storage,
+                                                      const RetryCounter& retries) {
+  // Errors that already name the source pass through; the store's own are explained.
+  std::vector<SourceFile> all;
+  std::set<std::string> seen;
+  for (const auto& source : sources) {
+    auto resolved = ResolveOne(source, storage, retries);
+    if (!resolved.ok()) {
+      const auto& status = resolved.status();
+      if (status.message().find(source) != std::string::npos) return status;
+      return ExplainStorageError(status, source);
+    }
+    auto files = std::move(*resolved);
+    for (auto& file : files) {
+      const std::string key = file.filesystem->type_name() + ":" + file.path;
+      if (!seen.insert(key).second) {
+        return arrow::Status::Invalid("file '", file.path,
+                                      "' is named by more than one source; each row would be "
+                                      "read twice");
+      }
+      all.push_back(std::move(file));
+    }
+  }
+  return all;
+}
+
+}  // namespace stoker

@@ -1,0 +1,160 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "plan/plan.h"
+
+#include <algorithm>
+
+namespace stoker {
+
+arrow::Result<EpochPlan> EpochPlan::Make(const std::vector<int64_t>& unit_rows,
+                                         const PlanConfig& config) {
+  if (config.batch_size < 1 || config.world_size < 1 || config.rank < 0 ||
+      config.rank >= config.world_size || config.window_rows < 1) {
+    return arrow::Status::Invalid("invalid plan configuration");
+  }
+  EpochPlan plan;
+  plan.config_ = config;
+  const auto num_units = static_cast<uint64_t>(unit_rows.size());
+  const Permutation unit_perm(num_units, DeriveKey(config.seed, config.epoch, kUnitOrderLevel, 0),
+                              !config.shuffle);
+  plan.unit_order_.resize(num_units);
+  plan.unit_offset_.resize(num_units);
+  int64_t position = 0;
+  Window window;
+  for (uint64_t i = 0; i < num_units; ++i) {
+    const auto unit = static_cast<int32_t>(unit_perm(i));
+    const int64_t rows = unit_rows[unit];
+    if (rows <= 0) return arrow::Status::Invalid("unit ", unit, " has no rows");
+    plan.unit_order_[i] = unit;
+    plan.unit_offset_[i] = window.num_rows;
+    window.num_units += 1;
+    window.num_rows += rows;
+    position += rows;
+    if (window.num_rows >= config.window_rows || i + 1 == num_units) {
+      window.row_key = DeriveKey(config.seed, config.epoch, kWindowRowsLevel,
+                                 static_cast<uint64_t>(plan.windows_.size()));
+      plan.windows_.push_back(window);
+      window = Window{};
+      window.first_unit = static_cast<int64_t>(i + 1);
+      window.first_row = position;
+    }
+  }
+  plan.total_rows_ = position;
+  for (const auto& round : config.resumed) {
+    if (round.world_size < 1 || round.rows_per_rank < 0) {
+      return arrow::Status::Invalid("invalid resume round (world_size ", round.world_size,
+                                    ", rows ", round.rows_per_rank, ")");
+    }
+  }
+  plan.segments_ = RankSegments(plan.total_rows_, config.resumed, config.world_size, config.rank);
+  for (const auto& segment : plan.segments_) {
+    plan.segment_offset_.push_back(plan.rank_rows_);
+    plan.rank_rows_ += segment.end - segment.begin;
+    for (int64_t w = plan.WindowOf(segment.begin); w <= plan.WindowOf(segment.end - 1); ++w) {
+      if (plan.window_schedule_.empty() || plan.window_schedule_.back() < w) {
+        plan.window_schedule_.push_back(w);
+      }
+    }
+  }
+  plan.num_batches_ = BatchesPerRank(plan.rank_rows_, config);
+  return plan;
+}
+
+int64_t BatchesPerRank(int64_t rows_per_rank, const PlanConfig& config) {
+  return config.drop_last ? rows_per_rank / config.batch_size
+                          : (rows_per_rank + config.batch_size - 1) / config.batch_size;
+}
+
+std::vector<Segment> SliceSegments(const std::vector<Segment>& sequence, int64_t from, int64_t to) {
+  std::vector<Segment> out;
+  int64_t offset = 0;
+  for (const auto& segment : sequence) {
+    const int64_t length = segment.end - segment.begin;
+    const int64_t lo = std::max(from, offset);
+    const int64_t hi = std::min(to, offset + length);
+    if (lo < hi) {
+      out.push_back({segment.begin + (lo - offset), segment.begin + (hi - offset)});
+    }
+    offset += length;
+  }
+  return out;
+}
+
+namespace {
+
+int64_t Length(const std::vector<Segment>& sequence) {
+  int64_t n = 0;
+  for (const auto& segment : sequence) n += segment.end - segment.begin;
+  return n;
+}
+
+}  // namespace
+
+std::vector<Segment> RankSegments(int64_t total_rows, const std::vector<ResumeRound>& resumed,
+                                  int world_size, int rank) {
+  std::vector<Segment> remaining;
+  if (total_rows > 0) remaining.push_back({0, total_rows});
+  for (const auto& round : resumed) {
+    const int64_t n = Length(remaining);
+    const int64_t q = n / round.world_size;
+    const int64_t consumed = std::min(round.rows_per_rank, q);
+    std::vector<Segment> next;
+    for (int r = 0; r < round.world_size; ++r) {
+      for (const auto& s : SliceSegments(remaining, r * q + consumed, (r + 1) * q)) {
+        next.push_back(s);
+      }
+    }
+    // Rows the old split left over stay in play (at the end), so each round drops at most
+    // world_size - 1 rows in all.
+    for (const auto& s : SliceSegments(remaining, round.world_size * q, n)) next.push_back(s);
+    remaining = std::move(next);
+  }
+  const int64_t q = Length(remaining) / world_size;
+  return SliceSegments(remaining, rank * q, (rank + 1) * q);
+}
+
+std::pair<int64_t, int64_t> EpochPlan::BatchRange(int64_t b) const {
+  const int64_t first = b * config_.batch_size;
+  return {first, std::min(first + config_.batch_size, rank_rows_)};
+}
+
+int64_t EpochPlan::Position(int64_t offset) const {
+  const auto it = std::upper_bound(segment_offset_.begin(), segment_offset_.end(), offset) - 1;
+  return segments_[it - segment_offset_.begin()].begin + (offset - *it);
+}
+
+std::pair<int64_t, int64_t> EpochPlan::ScheduleRange(int64_t b) const {
+  const auto [first, last] = BatchRange(b);
+  auto index = [this](int64_t pos) {
+    const int64_t w = WindowOf(pos);
+    return static_cast<int64_t>(
+        std::lower_bound(window_schedule_.begin(), window_schedule_.end(), w) -
+        window_schedule_.begin());
+  };
+  return {index(Position(first)), index(Position(last - 1))};
+}
+
+int64_t EpochPlan::WindowOf(int64_t pos) const {
+  auto it = std::upper_bound(windows_.begin(), windows_.end(), pos,
+                             [](int64_t p, const Window& w) { return p < w.first_row; });
+  return static_cast<int64_t>(it - windows_.begin()) - 1;
+}
+
+Permutation EpochPlan::WindowRows(int64_t window) const {
+  const Window& w = windows_[window];
+  return Permutation(static_cast<uint64_t>(w.num_rows), w.row_key, !config_.shuffle);
+}
+
+RowSource EpochPlan::Locate(int64_t pos, int64_t window, const Permutation& rows) const {
+  const Window& w = windows_[window];
+  const auto k = static_cast<int64_t>(rows(static_cast<uint64_t>(pos - w.first_row)));
+  const auto begin = unit_offset_.begin() + w.first_unit;
+  const auto end = begin + w.num_units;
+  const auto it = std::upper_bound(begin, end, k) - 1;
+  RowSource source;
+  source.window = window;
+  source.unit_in_window = it - begin;
+  source.row = k - *it;
+  return source;
+}
+
+}  // namespace stoker

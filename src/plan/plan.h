@@ -1,0 +1,132 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#pragma once
+
+#include <arrow/result.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "plan/permutation.h"
+#include "stoker/resume.h"
+
+namespace stoker {
+
+/// A half-open range [begin, end) of positions in the epoch sequence S.
+struct Segment {
+  int64_t begin = 0;
+  int64_t end = 0;
+  bool operator==(const Segment&) const = default;
+};
+
+/// Everything the order of an epoch depends on, besides the units' row counts.
+struct PlanConfig {
+  uint64_t seed = 0;
+  uint64_t epoch = 0;
+  bool shuffle = true;
+  /// Rows per shuffle window (windows are cut at unit boundaries once they hold this many).
+  int64_t window_rows = 1;
+  int world_size = 1;
+  int rank = 0;
+  int64_t batch_size = 1;
+  bool drop_last = false;
+  /// Earlier stretches of this epoch, oldest first (empty for a fresh epoch). The rows they
+  /// consumed are removed from S; what remains, in order, is split among world_size ranks.
+  std::vector<ResumeRound> resumed;
+};
+
+/// A window: consecutive units of the permuted unit order whose rows are mixed together.
+struct Window {
+  /// Index into EpochPlan::unit_order() of the window's first unit.
+  int64_t first_unit = 0;
+  int64_t num_units = 0;
+  /// Position of the window's first row in the epoch sequence S.
+  int64_t first_row = 0;
+  int64_t num_rows = 0;
+  /// Key of the permutation of the window's rows.
+  uint64_t row_key = 0;
+};
+
+/// Where a position of the epoch sequence comes from.
+struct RowSource {
+  /// Window index.
+  int64_t window = 0;
+  /// Index of the unit within its window (0 .. num_units - 1).
+  int64_t unit_in_window = 0;
+  /// Row within that unit.
+  int64_t row = 0;
+};
+
+/// The order of one epoch for one rank, decided before any data is read: a pure function of
+/// the units' row counts and PlanConfig (DESIGN.md, "Plan").
+///
+/// The units are permuted, cut into windows of about window_rows rows, and the rows of each
+/// window permuted; the epoch sequence S is the windows in order, each in its row order. Rank
+/// r takes the slice S[r*q, (r+1)*q) with q = floor(T / world_size) and cuts it into batches.
+///
+/// After resumed rounds (N ranks that each consumed c rows), the remaining sequence is the
+/// unconsumed rest of every old slice, in rank order, then the rows the old split left over;
+/// it is split the same way among the new ranks. With the same world size this continues
+/// each rank exactly where it stopped.
+class EpochPlan {
+ public:
+  /// unit_rows[i] is the row count of unit i (> 0).
+  static arrow::Result<EpochPlan> Make(const std::vector<int64_t>& unit_rows,
+                                       const PlanConfig& config);
+
+  /// Units in epoch order (indices into the manifest's units).
+  const std::vector<int32_t>& unit_order() const { return unit_order_; }
+  const std::vector<Window>& windows() const { return windows_; }
+  /// Rows of the epoch sequence S (all ranks).
+  int64_t total_rows() const { return total_rows_; }
+  /// The positions of S this rank reads, in order (one segment for a fresh epoch).
+  const std::vector<Segment>& segments() const { return segments_; }
+  /// Rows this rank reads this epoch (the sum of its segments).
+  int64_t rank_rows() const { return rank_rows_; }
+  /// Batches this rank delivers this epoch.
+  int64_t num_batches() const { return num_batches_; }
+  /// Rank-local offsets of batch b: [first, second).
+  std::pair<int64_t, int64_t> BatchRange(int64_t b) const;
+  /// Position in S of the rank-local offset `offset` (< rank_rows()).
+  int64_t Position(int64_t offset) const;
+  /// The distinct windows this rank reads, in increasing order.
+  const std::vector<int64_t>& window_schedule() const { return window_schedule_; }
+  /// Indices into window_schedule() of the first and last window batch b reads.
+  std::pair<int64_t, int64_t> ScheduleRange(int64_t b) const;
+  /// Window holding position `pos` of S.
+  int64_t WindowOf(int64_t pos) const;
+  /// The permutation of window `window`'s rows (build once, use for many positions).
+  Permutation WindowRows(int64_t window) const;
+  /// Where position `pos` of S comes from, given its window and that window's permutation.
+  RowSource Locate(int64_t pos, int64_t window, const Permutation& rows) const;
+
+ private:
+  PlanConfig config_;
+  std::vector<int32_t> unit_order_;
+  /// unit_offset_[i]: rows before unit_order_[i] within its window; parallel to unit_order_.
+  std::vector<int64_t> unit_offset_;
+  std::vector<Window> windows_;
+  int64_t total_rows_ = 0;
+  std::vector<Segment> segments_;
+  /// segment_offset_[i]: rank-local offset where segments_[i] starts.
+  std::vector<int64_t> segment_offset_;
+  int64_t rank_rows_ = 0;
+  int64_t num_batches_ = 0;
+  std::vector<int64_t> window_schedule_;
+};
+
+/// The sub-sequence [from, to) of the concatenation of `sequence`'s segments.
+std::vector<Segment> SliceSegments(const std::vector<Segment>& sequence, int64_t from, int64_t to);
+
+/// This rank's segments of S: `total_rows` positions, minus what `resumed` rounds consumed,
+/// split among world_size ranks (see EpochPlan).
+std::vector<Segment> RankSegments(int64_t total_rows, const std::vector<ResumeRound>& resumed,
+                                  int world_size, int rank);
+
+/// Batches each rank gets from `rows_per_rank` rows.
+int64_t BatchesPerRank(int64_t rows_per_rank, const PlanConfig& config);
+
+/// Plan levels: independent streams of randomness per epoch.
+inline constexpr uint64_t kUnitOrderLevel = 0;
+inline constexpr uint64_t kWindowRowsLevel = 1;
+
+}  // namespace stoker

@@ -1,0 +1,92 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "telemetry/stats.h"
+
+namespace stoker {
+
+namespace {
+
+int64_t Nanos(Stats::Clock::duration d) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(d).count();
+}
+
+double Seconds(const std::atomic<int64_t>& ns) {
+  return static_cast<double>(ns.load(std::memory_order_relaxed)) * 1e-9;
+}
+
+}  // namespace
+
+void Stats::AddRead(int64_t bytes, Clock::duration elapsed) {
+  units_read_.fetch_add(1, std::memory_order_relaxed);
+  bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
+  read_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
+}
+
+void Stats::AddRequest(int64_t bytes) {
+  requests_.fetch_add(1, std::memory_order_relaxed);
+  bytes_fetched_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void Stats::AddCacheHit(int64_t bytes) {
+  cache_hits_.fetch_add(1, std::memory_order_relaxed);
+  cache_bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void Stats::AddCacheWrite(int64_t bytes) {
+  cache_bytes_written_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void Stats::AddDecode(Clock::duration elapsed) {
+  decode_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
+}
+
+void Stats::AddAssemble(Clock::duration elapsed) {
+  assemble_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
+}
+
+void Stats::AddTransform(Clock::duration elapsed) {
+  transform_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
+}
+
+void Stats::AddWait(Clock::duration elapsed) {
+  wait_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
+}
+
+void Stats::AddDelivered(int64_t rows, uint64_t rows_hash) {
+  rows_.fetch_add(rows, std::memory_order_relaxed);
+  batches_.fetch_add(1, std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(digest_mutex_);
+  delivered_.Add(rows_hash);
+}
+
+bool Stats::RestoreDigest(const std::string& hex) {
+  std::lock_guard<std::mutex> lock(digest_mutex_);
+  return Digest::FromHex(hex, &delivered_);
+}
+
+StatsSnapshot Stats::Snapshot() const {
+  StatsSnapshot s;
+  s.rows = rows_.load(std::memory_order_relaxed);
+  s.batches = batches_.load(std::memory_order_relaxed);
+  s.units_read = units_read_.load(std::memory_order_relaxed);
+  s.bytes_read = bytes_read_.load(std::memory_order_relaxed);
+  s.read_seconds = Seconds(read_ns_);
+  s.decode_seconds = Seconds(decode_ns_);
+  s.assemble_seconds = Seconds(assemble_ns_);
+  s.wait_seconds = Seconds(wait_ns_);
+  s.transform_seconds = Seconds(transform_ns_);
+  s.row_groups_pruned = pruned_.load(std::memory_order_relaxed);
+  s.requests = requests_.load(std::memory_order_relaxed);
+  s.bytes_fetched = bytes_fetched_.load(std::memory_order_relaxed);
+  s.retries = retries_->load(std::memory_order_relaxed);
+  s.cache_hits = cache_hits_.load(std::memory_order_relaxed);
+  s.cache_misses = cache_misses_.load(std::memory_order_relaxed);
+  s.cache_bytes_read = cache_bytes_read_.load(std::memory_order_relaxed);
+  s.cache_bytes_written = cache_bytes_written_.load(std::memory_order_relaxed);
+  s.cache_evictions = cache_evictions_.load(std::memory_order_relaxed);
+  s.cache_corrupt = cache_corrupt_.load(std::memory_order_relaxed);
+  std::lock_guard<std::mutex> lock(digest_mutex_);
+  s.delivered_digest = delivered_.Hex();
+  return s;
+}
+
+}  // namespace stoker

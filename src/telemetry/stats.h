@@ -1,0 +1,53 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "stoker/stats.h"
+#include "util/digest.h"
+
+namespace stoker {
+
+/// Lock-free counters shared by the workers and the consumer.
+class Stats {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  void AddRead(int64_t bytes, Clock::duration elapsed);
+  void AddRequest(int64_t bytes);
+  void AddCacheHit(int64_t bytes);
+  void AddCacheMiss() { cache_misses_.fetch_add(1, std::memory_order_relaxed); }
+  void AddCacheWrite(int64_t bytes);
+  void AddCacheEviction() { cache_evictions_.fetch_add(1, std::memory_order_relaxed); }
+  void AddCacheCorrupt() { cache_corrupt_.fetch_add(1, std::memory_order_relaxed); }
+  /// The counter the storage layer bumps on every retry.
+  const std::shared_ptr<std::atomic<int64_t>>& retry_counter() const { return retries_; }
+  void AddDecode(Clock::duration elapsed);
+  void AddAssemble(Clock::duration elapsed);
+  void AddTransform(Clock::duration elapsed);
+  void SetPruned(int64_t row_groups) { pruned_.store(row_groups, std::memory_order_relaxed); }
+  void AddWait(Clock::duration elapsed);
+  /// Counts a delivered batch and folds its rows' hash into the running digest.
+  void AddDelivered(int64_t rows, uint64_t rows_hash);
+  /// Continues the running digest from a saved one (resume); false if `hex` is malformed.
+  bool RestoreDigest(const std::string& hex);
+  StatsSnapshot Snapshot() const;
+
+ private:
+  std::atomic<int64_t> rows_{0}, batches_{0}, units_read_{0}, bytes_read_{0};
+  std::atomic<int64_t> read_ns_{0}, decode_ns_{0}, assemble_ns_{0}, wait_ns_{0}, transform_ns_{0};
+  std::atomic<int64_t> pruned_{0};
+  std::atomic<int64_t> requests_{0}, bytes_fetched_{0};
+  std::atomic<int64_t> cache_hits_{0}, cache_misses_{0}, cache_bytes_read_{0},
+      cache_bytes_written_{0}, cache_evictions_{0}, cache_corrupt_{0};
+  std::shared_ptr<std::atomic<int64_t>> retries_ = std::make_shared<std::atomic<int64_t>>(0);
+  mutable std::mutex digest_mutex_;
+  Digest delivered_;
+};
+
+}  // namespace stoker
