@@ -37,7 +37,7 @@ build: $(DEPS)
 build-cpp: $(DEPS)
 	PATH=$(abspath $(VENV))/bin:$$PATH cmake -S . -B $(CPP_DIR) -G Ninja \
 	  -DPython_EXECUTABLE=$(abspath $(PY)) -DSTOKER_BUILD_PYTHON=OFF \
-	  -DSTOKER_BUILD_TESTS=ON -DSTOKER_WARNINGS_AS_ERRORS=ON
+	  -DSTOKER_BUILD_TESTS=ON -DSTOKER_BUILD_BENCHMARKS=ON -DSTOKER_WARNINGS_AS_ERRORS=ON
 	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(CPP_DIR) -j $(JOBS)
 
 test-cpp: build-cpp
@@ -53,7 +53,7 @@ demo: build
 	$(VENV)/bin/stoker bench $(DEMO_DIR) --batch-size 4096
 
 CPP_SOURCES = $(wildcard include/stoker/*.h src/*/*.h src/*/*.cc src/*/*/*.h src/*/*/*.cc tests/cpp/*.h \
-                         tests/cpp/*.cc examples/*.cc)
+                         tests/cpp/*.cc examples/*.cc benchmarks/cpp/*.cc)
 
 lint: $(DEPS)
 	command -v clang-format >/dev/null || apt-get install -y -qq clang-format

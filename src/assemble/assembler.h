@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "assemble/row_store.h"
 #include "exec/unit_reader.h"
 #include "plan/plan.h"
 
@@ -18,7 +19,8 @@ struct LoadedWindow {
   int64_t index = 0;
   /// Indices into UnitSource::units of the units, in the same order.
   std::vector<int32_t> unit_ids;
-  std::vector<std::shared_ptr<arrow::RecordBatch>> units;
+  /// The finished units, staged row-major or not (see RowStore).
+  std::vector<StagedUnit> units;
 };
 
 /// A finished batch and the hash of its rows' global indices, in order.
@@ -28,8 +30,9 @@ struct AssembledBatch {
 };
 
 /// Gathers the rows of one batch, in plan order, into freshly allocated 64-byte-aligned
-/// buffers that the batch owns. Fixed-width columns without nulls are gathered by direct
-/// copy; other types (strings, nullable columns, bool) go through Arrow's take kernel.
+/// buffers that the batch owns. Columns of staged units (row_store.h) are gathered record by
+/// record; unstaged fixed-width columns without nulls by direct copy; other types (strings,
+/// variable lists, nullable unstaged columns) go through Arrow's take kernel.
 class Assembler {
  public:
   explicit Assembler(std::shared_ptr<const UnitSource> source) : source_(std::move(source)) {}

@@ -7,6 +7,21 @@
 
 namespace stoker {
 
+namespace {
+
+// Shuffled batches gather rows from all over a window: stage units row-major for them.
+// Unshuffled batches read each unit in order, which the columnar copy does at memory speed.
+std::shared_ptr<const RowLayout> StagingLayout(const UnitSource& source,
+                                               const LoaderOptions& options) {
+  if (!options.shuffle) return nullptr;
+  auto layout = std::make_shared<const RowLayout>(
+      RowLayout::For(*source.output_schema, /*allow_lists=*/source.output == OutputKind::kTensor));
+  if (layout->empty()) return nullptr;
+  return layout;
+}
+
+}  // namespace
+
 EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan plan,
                              std::vector<int64_t> batches, const LoaderOptions& options,
                              std::shared_ptr<Stats> stats)
@@ -16,6 +31,11 @@ EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan
       batches_(std::move(batches)),
       prefetch_(options.ResolvedPrefetch()),
       lookahead_(options.shuffle ? 1 : options.ResolvedThreads()),
+      row_layout_(StagingLayout(*source_, options)),
+      record_chunks_(
+          row_layout_ == nullptr
+              ? nullptr
+              : ChunkPool::Make(row_layout_->stride << row_layout_->chunk_shift, source_->pool)),
       stats_(std::move(stats)),
       workers_(options.ResolvedThreads()) {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -77,7 +97,7 @@ void EpochPipeline::ScheduleWindow(int64_t position) {
             if (cached == nullptr) return StartUnit(scheduled, i, unit);
             const auto status = CheckUnit(*source_, unit, *cached);
             if (!status.ok()) return OnUnitRead(scheduled, i, status);
-            OnUnitRead(scheduled, i, std::move(cached));
+            OnUnitRead(scheduled, i, Prepare(std::move(cached)));
           },
           /*urgent=*/false);
     }
@@ -96,10 +116,9 @@ void EpochPipeline::StartUnit(int64_t scheduled, int64_t i, const Unit& unit) {
                           : arrow::Result<std::shared_ptr<arrow::RecordBatch>>(fetch.status());
     if (!raw.ok()) return OnUnitRead(scheduled, i, raw.status());
     auto finished = FinishUnit(*source_, unit, std::move(*raw), stats_.get());
-    if (finished.ok() && source_->cache != nullptr) {
-      source_->cache->Put(CacheKey(*source_, unit), **finished);
-    }
-    OnUnitRead(scheduled, i, std::move(finished));
+    if (!finished.ok()) return OnUnitRead(scheduled, i, finished.status());
+    if (source_->cache != nullptr) source_->cache->Put(CacheKey(*source_, unit), **finished);
+    OnUnitRead(scheduled, i, Prepare(std::move(*finished)));
   };
   if (!fetch.ok()) {
     workers_.Submit(std::move(decode), /*urgent=*/false);
@@ -152,8 +171,16 @@ void EpochPipeline::Pump() {
   }
 }
 
+arrow::Result<StagedUnit> EpochPipeline::Prepare(std::shared_ptr<arrow::RecordBatch> unit) {
+  if (row_layout_ == nullptr) return StagedUnit(unit);
+  const auto start = Stats::Clock::now();
+  auto staged = Stage(row_layout_, unit, record_chunks_.get());
+  stats_->AddAssemble(Stats::Clock::now() - start);
+  return staged;
+}
+
 void EpochPipeline::OnUnitRead(int64_t window, int64_t unit_in_window,
-                               arrow::Result<std::shared_ptr<arrow::RecordBatch>> result) {
+                               arrow::Result<StagedUnit> result) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!result.ok()) {
     if (error_.ok()) error_ = result.status();

@@ -56,8 +56,10 @@ class EpochPipeline final : public BatchStream {
   void StartUnit(int64_t scheduled, int64_t unit_in_window, const Unit& unit);
   bool Deliverable() const;
 
-  void OnUnitRead(int64_t scheduled, int64_t unit_in_window,
-                  arrow::Result<std::shared_ptr<arrow::RecordBatch>> result);
+  /// A finished unit as the assembler reads it: staged row-major when batches are shuffled.
+  /// Runs in the worker that finished the unit.
+  arrow::Result<StagedUnit> Prepare(std::shared_ptr<arrow::RecordBatch> unit);
+  void OnUnitRead(int64_t scheduled, int64_t unit_in_window, arrow::Result<StagedUnit> result);
   void OnBatchAssembled(int64_t batch, arrow::Result<AssembledBatch> result);
 
   const std::shared_ptr<const UnitSource> source_;
@@ -70,6 +72,10 @@ class EpochPipeline final : public BatchStream {
   std::vector<int64_t> schedule_;
   const int64_t prefetch_;
   const int64_t lookahead_;
+  /// How units are staged row-major for the gather; null when they stay columnar.
+  const std::shared_ptr<const RowLayout> row_layout_;
+  /// Where staged units' records live, recycled from window to window.
+  const std::shared_ptr<ChunkPool> record_chunks_;
   const std::shared_ptr<Stats> stats_;
 
   std::mutex mutex_;

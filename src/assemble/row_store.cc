@@ -1,0 +1,201 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "assemble/row_store.h"
+
+#include <arrow/util/bit_util.h>
+#include <arrow/util/logging.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "assemble/column_types.h"
+
+namespace stoker {
+
+namespace {
+
+// Rows staged per block: a block of records (at most kBlockBytes) stays in L2 while each
+// column is written into it, so the records are written back to memory once.
+constexpr int64_t kBlockBytes = 256 * 1024;
+constexpr int64_t kCacheLine = 64;
+constexpr int64_t kAlignment = 64;
+
+// Writes `width`-byte values, `count` rows from `src` (contiguous) to records `stride` apart.
+void ScatterValues(const uint8_t* src, int64_t width, int64_t count, uint8_t* dst, int64_t stride) {
+  switch (width) {
+    case 4:
+      for (int64_t i = 0; i < count; ++i) std::memcpy(dst + i * stride, src + i * 4, 4);
+      break;
+    case 8:
+      for (int64_t i = 0; i < count; ++i) std::memcpy(dst + i * stride, src + i * 8, 8);
+      break;
+    default:
+      for (int64_t i = 0; i < count; ++i) {
+        std::memcpy(dst + i * stride, src + i * width, width);
+      }
+  }
+}
+
+// Writes one byte per row (a bit of `bits` at `bit_offset + row`) to records `stride` apart.
+void ScatterBits(const uint8_t* bits, int64_t bit_offset, int64_t count, uint8_t* dst,
+                 int64_t stride) {
+  for (int64_t i = 0; i < count; ++i) {
+    dst[i * stride] = arrow::bit_util::GetBit(bits, bit_offset + i) ? 1 : 0;
+  }
+}
+
+void FillBytes(uint8_t value, int64_t count, uint8_t* dst, int64_t stride) {
+  for (int64_t i = 0; i < count; ++i) dst[i * stride] = value;
+}
+
+// Stages rows [first, first + count) of one column into the records at `records`.
+void StageColumn(const RowLayout::Column& column, const arrow::ArrayData& data, int64_t first,
+                 int64_t count, uint8_t* records, int64_t stride) {
+  uint8_t* values_out = records + column.offset;
+  if (column.is_bool) {
+    ScatterBits(data.buffers[1]->data(), data.offset + first, count, values_out, stride);
+  } else {
+    const FixedWidthValues values = GetFixedWidthValues(data);
+    ScatterValues(values.first + first * column.width, column.width, count, values_out, stride);
+  }
+  if (column.valid_offset < 0) return;
+  uint8_t* valid_out = records + column.valid_offset;
+  if (data.buffers[0] == nullptr || data.null_count == 0) {
+    FillBytes(1, count, valid_out, stride);
+  } else {
+    ScatterBits(data.buffers[0]->data(), data.offset + first, count, valid_out, stride);
+  }
+}
+
+}  // namespace
+
+RowLayout RowLayout::For(const arrow::Schema& schema, bool allow_lists, int64_t max_chunk_bytes) {
+  RowLayout layout;
+  layout.staged.assign(schema.num_fields(), -1);
+  // Values widest first keep each aligned to its width; validity bytes go last.
+  std::vector<Column> columns;
+  for (int i = 0; i < schema.num_fields(); ++i) {
+    const auto& field = *schema.field(i);
+    const auto& type = *field.type();
+    Column column;
+    column.index = i;
+    if (type.id() == arrow::Type::BOOL) {
+      column.is_bool = true;
+      column.width = 1;
+    } else {
+      if (type.id() == arrow::Type::FIXED_SIZE_LIST && !allow_lists) continue;
+      auto fixed = GetFixedWidthLayout(type);
+      if (!fixed.ok()) continue;
+      column.width = fixed->row_bytes;
+      // A value of a cache line or more is fetched whole either way: staging it would only
+      // cost a copy.
+      if (column.width >= kCacheLine) continue;
+    }
+    if (field.nullable()) column.valid_offset = 0;  // placed below
+    columns.push_back(column);
+  }
+  // One staged column gathers no better than it did columnar.
+  if (columns.size() < 2) return layout;
+  auto alignment = [](const Column& c) {
+    return c.width % 8 == 0 ? 8 : c.width % 4 == 0 ? 4 : c.width % 2 == 0 ? 2 : 1;
+  };
+  std::vector<Column> placed = columns;
+  std::stable_sort(placed.begin(), placed.end(),
+                   [&](const Column& a, const Column& b) { return alignment(a) > alignment(b); });
+  int64_t offset = 0;
+  for (auto& column : placed) {
+    column.offset = offset;
+    offset += column.width;
+  }
+  for (auto& column : placed) {
+    if (column.valid_offset >= 0) column.valid_offset = offset++;
+  }
+  layout.stride = (offset + 7) / 8 * 8;
+  while (layout.stride > 0 && (layout.stride << (layout.chunk_shift + 1)) <= max_chunk_bytes) {
+    ++layout.chunk_shift;
+  }
+  std::sort(placed.begin(), placed.end(),
+            [](const Column& a, const Column& b) { return a.index < b.index; });
+  layout.columns = std::move(placed);
+  for (size_t k = 0; k < layout.columns.size(); ++k) {
+    layout.staged[layout.columns[k].index] = static_cast<int>(k);
+  }
+  return layout;
+}
+
+StagedUnit::StagedUnit(const std::shared_ptr<arrow::RecordBatch>& batch)
+    : num_rows(batch->num_rows()), columns(batch->column_data()) {}
+
+// A chunk handed out by a ChunkPool: returns its memory to the pool when destroyed.
+class ChunkPool::Chunk final : public arrow::MutableBuffer {
+ public:
+  Chunk(uint8_t* data, int64_t size, std::shared_ptr<ChunkPool> owner)
+      : arrow::MutableBuffer(data, size), owner_(std::move(owner)) {}
+  ~Chunk() override { owner_->Release(mutable_data()); }
+
+ private:
+  std::shared_ptr<ChunkPool> owner_;
+};
+
+std::shared_ptr<ChunkPool> ChunkPool::Make(int64_t chunk_bytes, arrow::MemoryPool* pool) {
+  return std::shared_ptr<ChunkPool>(new ChunkPool(chunk_bytes, pool));
+}
+
+ChunkPool::~ChunkPool() {
+  for (uint8_t* data : free_) pool_->Free(data, chunk_bytes_, kAlignment);
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> ChunkPool::Acquire(int64_t bytes) {
+  if (bytes < chunk_bytes_) {
+    ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> buffer,
+                          arrow::AllocateBuffer(bytes, pool_));
+    return buffer;
+  }
+  uint8_t* data = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!free_.empty()) {
+      data = free_.back();
+      free_.pop_back();
+    }
+  }
+  if (data == nullptr) ARROW_RETURN_NOT_OK(pool_->Allocate(chunk_bytes_, kAlignment, &data));
+  return std::make_shared<Chunk>(data, chunk_bytes_, shared_from_this());
+}
+
+void ChunkPool::Release(uint8_t* data) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  free_.push_back(data);
+}
+
+arrow::Result<StagedUnit> Stage(std::shared_ptr<const RowLayout> layout,
+                                const std::shared_ptr<arrow::RecordBatch>& batch,
+                                ChunkPool* chunks) {
+  StagedUnit unit(batch);
+  if (layout->empty()) return unit;
+  const int64_t stride = layout->stride;
+  const int64_t chunk_rows = int64_t{1} << layout->chunk_shift;
+  // Blocks of rows that stay in L2 while every column is written into them; a block never
+  // spans two chunks.
+  const int64_t block = std::clamp<int64_t>(kBlockBytes / stride, 1, chunk_rows);
+  for (int64_t chunk_first = 0; chunk_first < unit.num_rows; chunk_first += chunk_rows) {
+    const int64_t chunk_count = std::min(chunk_rows, unit.num_rows - chunk_first);
+    ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> chunk,
+                          chunks->Acquire(chunk_count * stride));
+    uint8_t* records = chunk->mutable_data();
+    for (int64_t first = 0; first < chunk_count; first += block) {
+      const int64_t count = std::min(block, chunk_count - first);
+      for (const auto& column : layout->columns) {
+        const auto& data = *unit.columns[column.index];
+        ARROW_DCHECK_EQ(data.length, unit.num_rows);
+        StageColumn(column, data, chunk_first + first, count, records + first * stride, stride);
+      }
+    }
+    unit.chunks.push_back(std::move(chunk));
+  }
+  // The staged columns live in the records now; release their columnar copies.
+  for (const auto& column : layout->columns) unit.columns[column.index] = nullptr;
+  unit.layout = std::move(layout);
+  return unit;
+}
+
+}  // namespace stoker
