@@ -221,23 +221,20 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
   }
   Digest rows_digest;
 
+  std::vector<RowSource> sources;
+  plan.LocateRange(begin, end, &sources);
   Gather g;
   g.unit.resize(end - begin);
   g.row.resize(end - begin);
   size_t slot = 0;
-  int64_t window = windows[0]->index;
-  Permutation rows = plan.WindowRows(window);
-  for (int64_t offset = begin; offset < end; ++offset) {
-    const int64_t pos = plan.Position(offset);
-    // Positions only increase; each scheduled window of the batch holds some of them.
-    while (pos >= plan.windows()[window].first_row + plan.windows()[window].num_rows) {
-      window = windows[++slot]->index;
-      rows = plan.WindowRows(window);
-    }
-    const RowSource source = plan.Locate(pos, window, rows);
-    g.unit[offset - begin] = window_base[slot] + static_cast<uint32_t>(source.unit_in_window);
-    g.row[offset - begin] = source.row;
-    rows_digest.Add(static_cast<uint64_t>(first_rows[g.unit[offset - begin]] + source.row));
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const RowSource& source = sources[i];
+    // Windows only advance along a batch; each scheduled window holds some of its rows.
+    while (windows[slot]->index != source.window) ++slot;
+    ARROW_DCHECK_LT(slot, windows.size());
+    g.unit[i] = window_base[slot] + static_cast<uint32_t>(source.unit_in_window);
+    g.row[i] = source.row;
+    rows_digest.Add(static_cast<uint64_t>(first_rows[g.unit[i]] + source.row));
   }
 
   const auto& schema = source_->output_schema;

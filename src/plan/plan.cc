@@ -1,6 +1,8 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #include "plan/plan.h"
 
+#include <arrow/util/logging.h>
+
 #include <algorithm>
 
 namespace stoker {
@@ -155,6 +157,38 @@ RowSource EpochPlan::Locate(int64_t pos, int64_t window, const Permutation& rows
   source.unit_in_window = it - begin;
   source.row = k - *it;
   return source;
+}
+
+void EpochPlan::LocateRange(int64_t begin, int64_t end, std::vector<RowSource>* out) const {
+  out->resize(end - begin);
+  if (begin >= end) return;
+  auto segment =
+      static_cast<size_t>(std::upper_bound(segment_offset_.begin(), segment_offset_.end(), begin) -
+                          segment_offset_.begin() - 1);
+  int64_t pos = segments_[segment].begin + (begin - segment_offset_[segment]);
+  int64_t window = WindowOf(pos);
+  Permutation rows = WindowRows(window);
+  for (int64_t offset = begin; offset < end; ++offset, ++pos) {
+    if (pos >= segments_[segment].end) {
+      pos = segments_[++segment].begin;
+    }
+    const Window* w = &windows_[window];
+    if (pos < w->first_row || pos >= w->first_row + w->num_rows) {
+      window = WindowOf(pos);
+      rows = WindowRows(window);
+      w = &windows_[window];
+    }
+    ARROW_DCHECK_LT(pos, w->first_row + w->num_rows);
+    const auto k = static_cast<int64_t>(rows(static_cast<uint64_t>(pos - w->first_row)));
+    // A window holds a handful of units: a linear scan beats a binary search here.
+    const int64_t* unit_offsets = unit_offset_.data() + w->first_unit;
+    int64_t unit = w->num_units - 1;
+    while (unit_offsets[unit] > k) --unit;
+    RowSource& source = (*out)[offset - begin];
+    source.window = window;
+    source.unit_in_window = unit;
+    source.row = k - unit_offsets[unit];
+  }
 }
 
 }  // namespace stoker

@@ -98,6 +98,9 @@ class EpochPlan {
   Permutation WindowRows(int64_t window) const;
   /// Where position `pos` of S comes from, given its window and that window's permutation.
   RowSource Locate(int64_t pos, int64_t window, const Permutation& rows) const;
+  /// Where the rank-local offsets [begin, end) come from, in order: one pass that walks the
+  /// segments and builds each window's permutation once (what a batch needs).
+  void LocateRange(int64_t begin, int64_t end, std::vector<RowSource>* out) const;
 
  private:
   PlanConfig config_;
