@@ -7,6 +7,7 @@
 #include <arrow/builder.h>
 #include <arrow/compute/api_vector.h>
 #include <arrow/compute/exec.h>
+#include <arrow/util/logging.h>
 
 #include <cstring>
 
@@ -116,12 +117,14 @@ arrow::Result<std::shared_ptr<arrow::ArrayData>> GatherGeneric(
 arrow::Result<AssembledBatch> Assembler::Assemble(
     const EpochPlan& plan, int64_t begin, int64_t end,
     const std::vector<std::shared_ptr<const LoadedWindow>>& windows) const {
+  ARROW_DCHECK(begin < end && !windows.empty()) << "batch [" << begin << ", " << end << ")";
   std::vector<const arrow::RecordBatch*> units;
   std::vector<int64_t> first_rows;  // global index of each unit's first row
   std::vector<uint32_t> window_base;
   for (const auto& window : windows) {
     window_base.push_back(static_cast<uint32_t>(units.size()));
     for (size_t i = 0; i < window->units.size(); ++i) {
+      ARROW_DCHECK(window->units[i] != nullptr) << "window " << window->index << " not loaded";
       units.push_back(window->units[i].get());
       first_rows.push_back(source_->units[window->unit_ids[i]].first_row);
     }
@@ -138,12 +141,14 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
     const int64_t pos = plan.Position(offset);
     // Positions only increase; each scheduled window of the batch holds some of them.
     while (pos >= plan.windows()[window].first_row + plan.windows()[window].num_rows) {
+      ARROW_DCHECK_LT(slot + 1, windows.size()) << "position " << pos << " is past the windows";
       window = windows[++slot]->index;
       rows = plan.WindowRows(window);
     }
     const RowSource source = plan.Locate(pos, window, rows);
     g.unit[offset - begin] = window_base[slot] + static_cast<uint32_t>(source.unit_in_window);
     g.row[offset - begin] = source.row;
+    ARROW_DCHECK_LT(source.row, units[g.unit[offset - begin]]->num_rows());
     rows_digest.Add(static_cast<uint64_t>(first_rows[g.unit[offset - begin]] + source.row));
   }
 
