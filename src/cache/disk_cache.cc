@@ -99,6 +99,17 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> MapPayload(const std::string& path
   return payload;
 }
 
+// The one batch of an entry's payload (an Arrow IPC file), validated, sharing its memory.
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadBatch(
+    const std::shared_ptr<arrow::Buffer>& payload) {
+  auto input = std::make_shared<arrow::io::BufferReader>(payload);
+  ARROW_ASSIGN_OR_RAISE(auto reader, arrow::ipc::RecordBatchFileReader::Open(input));
+  if (reader->num_record_batches() != 1) return arrow::Status::IOError("not one batch");
+  ARROW_ASSIGN_OR_RAISE(auto batch, reader->ReadRecordBatch(0));
+  ARROW_RETURN_NOT_OK(batch->Validate());
+  return batch;
+}
+
 }  // namespace
 
 std::shared_ptr<DiskCache> DiskCache::Open(const std::string& dir, int64_t limit_bytes,
@@ -174,14 +185,7 @@ std::shared_ptr<arrow::RecordBatch> DiskCache::Get(const std::string& key) {
   auto payload = MapPayload(path);
   std::shared_ptr<arrow::RecordBatch> batch;
   if (payload.ok()) {
-    auto read = [&]() -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
-      auto input = std::make_shared<arrow::io::BufferReader>(*payload);
-      ARROW_ASSIGN_OR_RAISE(auto reader, arrow::ipc::RecordBatchFileReader::Open(input));
-      if (reader->num_record_batches() != 1) return arrow::Status::IOError("not one batch");
-      ARROW_ASSIGN_OR_RAISE(auto b, reader->ReadRecordBatch(0));
-      ARROW_RETURN_NOT_OK(b->Validate());
-      return b;
-    }();
+    auto read = ReadBatch(*payload);
     if (read.ok()) batch = *read;
   }
   if (batch == nullptr) {
