@@ -13,7 +13,7 @@ SYSDEPS  := build/.system-deps-installed
 DEMO_DIR := demo-data/criteo
 DEMO_ROWS ?= 2000000
 
-.PHONY: all setup build build-cpp test test-cpp test-python demo lint clean
+.PHONY: all setup build build-cpp test test-cpp test-python demo lint lint-threads clean
 
 all: build
 
@@ -55,10 +55,22 @@ demo: build
 CPP_SOURCES = $(wildcard include/stoker/*.h src/*/*.h src/*/*.cc src/*/*/*.h src/*/*/*.cc tests/cpp/*.h \
                          tests/cpp/*.cc examples/*.cc benchmarks/cpp/*.cc)
 
-lint: $(DEPS)
+lint: $(DEPS) lint-threads
 	command -v clang-format >/dev/null || apt-get install -y -qq clang-format
 	clang-format --dry-run --Werror $(CPP_SOURCES)
 	$(VENV)/bin/ruff check python tests benchmarks
+
+# The engine and its tests built by Clang, whose thread-safety analysis checks the lock
+# annotations (GUARDED_BY, REQUIRES, ...: src/util/thread_annotations.h); any finding fails.
+# A Debug build, so the ARROW_DCHECKs compile as checks too.
+CLANG_TSA_DIR := build/clang-tsa
+lint-threads: $(DEPS)
+	command -v clang++ >/dev/null || apt-get install -y -qq clang
+	PATH=$(abspath $(VENV))/bin:$$PATH CC=clang CXX=clang++ cmake -S . -B $(CLANG_TSA_DIR) -G Ninja \
+	  -DPython_EXECUTABLE=$(abspath $(PY)) -DSTOKER_BUILD_PYTHON=OFF \
+	  -DSTOKER_BUILD_TESTS=ON -DSTOKER_WARNINGS_AS_ERRORS=ON -DCMAKE_BUILD_TYPE=Debug \
+	  -DCMAKE_CXX_FLAGS="-Wthread-safety -Werror=thread-safety"
+	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(CLANG_TSA_DIR) -j $(JOBS)
 
 clean:
 	rm -rf build demo-data

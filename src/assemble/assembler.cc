@@ -209,12 +209,15 @@ arrow::Result<std::vector<ScatterTarget>> MakeTargets(const RowLayout& layout, i
 arrow::Result<AssembledBatch> Assembler::Assemble(
     const EpochPlan& plan, int64_t begin, int64_t end,
     const std::vector<std::shared_ptr<const LoadedWindow>>& windows) const {
+  ARROW_DCHECK(begin < end && !windows.empty()) << "batch [" << begin << ", " << end << ")";
   std::vector<const StagedUnit*> units;
   std::vector<int64_t> first_rows;  // global index of each unit's first row
   std::vector<uint32_t> window_base;
   for (const auto& window : windows) {
     window_base.push_back(static_cast<uint32_t>(units.size()));
     for (size_t i = 0; i < window->units.size(); ++i) {
+      ARROW_DCHECK(!window->units[i].columns.empty())
+          << "window " << window->index << " not loaded";
       units.push_back(&window->units[i]);
       first_rows.push_back(source_->units[window->unit_ids[i]].first_row);
     }
@@ -234,6 +237,7 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
     ARROW_DCHECK_LT(slot, windows.size());
     g.unit[i] = window_base[slot] + static_cast<uint32_t>(source.unit_in_window);
     g.row[i] = source.row;
+    ARROW_DCHECK_LT(source.row, units[g.unit[i]]->num_rows);
     rows_digest.Add(static_cast<uint64_t>(first_rows[g.unit[i]] + source.row));
   }
 

@@ -152,7 +152,7 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> ChunkPool::Acquire(int64_t bytes) 
   }
   uint8_t* data = nullptr;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (!free_.empty()) {
       data = free_.back();
       free_.pop_back();
@@ -163,7 +163,7 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> ChunkPool::Acquire(int64_t bytes) 
 }
 
 void ChunkPool::Release(uint8_t* data) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   free_.push_back(data);
 }
 

@@ -9,8 +9,9 @@
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <vector>
+
+#include "util/thread_annotations.h"
 
 namespace stoker {
 
@@ -101,8 +102,9 @@ class ChunkPool : public std::enable_shared_from_this<ChunkPool> {
 
   const int64_t chunk_bytes_;
   arrow::MemoryPool* const pool_;
-  std::mutex mutex_;
-  std::vector<uint8_t*> free_;  // guarded by mutex_; at most the chunks ever in use at once
+  Mutex mutex_;
+  /// At most the chunks ever in use at once.
+  std::vector<uint8_t*> free_ GUARDED_BY(mutex_);
 };
 
 /// Stages the layout's columns of a finished unit row-major: one sequential pass, in blocks

@@ -52,6 +52,26 @@ std::string UniqueSuffix() {
   return std::to_string(::getpid()) + "-" + std::to_string(counter.fetch_add(1));
 }
 
+Header MakeHeader(const arrow::Buffer& payload) {
+  Header header{};
+  std::memcpy(header.magic, kMagic, sizeof(kMagic));
+  header.version = DiskCache::kFormatVersion;
+  header.payload_bytes = static_cast<uint64_t>(payload.size());
+  header.checksum = Checksum(payload.data(), payload.size());
+  return header;
+}
+
+// The batch as an Arrow IPC file with 64-byte-aligned buffers.
+arrow::Result<std::shared_ptr<arrow::Buffer>> Serialize(const arrow::RecordBatch& batch) {
+  ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
+  auto options = arrow::ipc::IpcWriteOptions::Defaults();
+  options.alignment = 64;
+  ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeFileWriter(sink, batch.schema(), options));
+  ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(batch));
+  ARROW_RETURN_NOT_OK(writer->Close());
+  return sink->Finish();
+}
+
 // The entry's payload as a zero-copy slice of its memory map, or an error saying what is
 // wrong with it.
 arrow::Result<std::shared_ptr<arrow::Buffer>> MapPayload(const std::string& path) {
@@ -79,12 +99,23 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> MapPayload(const std::string& path
   return payload;
 }
 
+// The one batch of an entry's payload (an Arrow IPC file), validated, sharing its memory.
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadBatch(
+    const std::shared_ptr<arrow::Buffer>& payload) {
+  auto input = std::make_shared<arrow::io::BufferReader>(payload);
+  ARROW_ASSIGN_OR_RAISE(auto reader, arrow::ipc::RecordBatchFileReader::Open(input));
+  if (reader->num_record_batches() != 1) return arrow::Status::IOError("not one batch");
+  ARROW_ASSIGN_OR_RAISE(auto batch, reader->ReadRecordBatch(0));
+  ARROW_RETURN_NOT_OK(batch->Validate());
+  return batch;
+}
+
 }  // namespace
 
 std::shared_ptr<DiskCache> DiskCache::Open(const std::string& dir, int64_t limit_bytes,
                                            CachePolicy policy, std::shared_ptr<Stats> stats) {
   std::shared_ptr<DiskCache> cache(new DiskCache(dir, limit_bytes, policy, std::move(stats)));
-  std::lock_guard<std::mutex> lock(cache->mutex_);
+  MutexLock lock(cache->mutex_);
   std::error_code error;
   fs::create_directories(fs::path(dir) / "tmp", error);
   if (error) {
@@ -108,7 +139,7 @@ void DiskCache::DisableWrites(const std::string& why) {
 }
 
 std::string DiskCache::TakeWarning() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return std::exchange(warning_, std::string());
 }
 
@@ -139,7 +170,7 @@ void DiskCache::Rescan() {
 }
 
 std::pair<int64_t, int64_t> DiskCache::Usage() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   Rescan();
   return {static_cast<int64_t>(entries_.size()), total_bytes_};
 }
@@ -154,14 +185,7 @@ std::shared_ptr<arrow::RecordBatch> DiskCache::Get(const std::string& key) {
   auto payload = MapPayload(path);
   std::shared_ptr<arrow::RecordBatch> batch;
   if (payload.ok()) {
-    auto read = [&]() -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
-      auto input = std::make_shared<arrow::io::BufferReader>(*payload);
-      ARROW_ASSIGN_OR_RAISE(auto reader, arrow::ipc::RecordBatchFileReader::Open(input));
-      if (reader->num_record_batches() != 1) return arrow::Status::IOError("not one batch");
-      ARROW_ASSIGN_OR_RAISE(auto b, reader->ReadRecordBatch(0));
-      ARROW_RETURN_NOT_OK(b->Validate());
-      return b;
-    }();
+    auto read = ReadBatch(*payload);
     if (read.ok()) batch = *read;
   }
   if (batch == nullptr) {
@@ -170,7 +194,7 @@ std::shared_ptr<arrow::RecordBatch> DiskCache::Get(const std::string& key) {
     fs::remove(path, error);
     stats_->AddCacheCorrupt();
     stats_->AddCacheMiss();
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     auto it = entries_.find(path);
     if (it != entries_.end()) {
       total_bytes_ -= it->second.bytes;
@@ -181,7 +205,7 @@ std::shared_ptr<arrow::RecordBatch> DiskCache::Get(const std::string& key) {
   stats_->AddCacheHit((*payload)->size());
   if (policy_ == CachePolicy::kLru) {
     ::utimensat(AT_FDCWD, path.c_str(), nullptr, 0);  // last use, for other processes' scans
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     auto& entry = entries_[path];
     if (entry.bytes == 0) {
       entry.bytes = static_cast<int64_t>(info.st_size);
@@ -211,36 +235,30 @@ void DiskCache::EvictFor(int64_t incoming) {
 
 void DiskCache::Put(const std::string& key, const arrow::RecordBatch& batch) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (!writes_enabled_) return;
   }
-  auto serialized = [&]() -> arrow::Result<std::shared_ptr<arrow::Buffer>> {
-    ARROW_ASSIGN_OR_RAISE(auto sink, arrow::io::BufferOutputStream::Create());
-    auto options = arrow::ipc::IpcWriteOptions::Defaults();
-    options.alignment = 64;
-    ARROW_ASSIGN_OR_RAISE(auto writer, arrow::ipc::MakeFileWriter(sink, batch.schema(), options));
-    ARROW_RETURN_NOT_OK(writer->WriteRecordBatch(batch));
-    ARROW_RETURN_NOT_OK(writer->Close());
-    return sink->Finish();
-  }();
+  auto serialized = Serialize(batch);
   if (!serialized.ok()) return;  // not storable (a type IPC cannot write): simply not cached
-  const auto& payload = *serialized;
-  const int64_t bytes = kHeaderBytes + payload->size();
+  const arrow::Buffer& payload = **serialized;
 
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (!writes_enabled_) return;
-  if (limit_ > 0 && bytes > limit_) return;
+  MutexLock lock(mutex_);
+  if (!writes_enabled_ || !MakeRoom(kHeaderBytes + payload.size())) return;
+  WriteEntry(key, payload);
+}
+
+bool DiskCache::MakeRoom(int64_t bytes) {
+  if (limit_ > 0 && bytes > limit_) return false;
   if (policy_ == CachePolicy::kFill) {
-    if (limit_ > 0 && total_bytes_ + bytes > limit_) return;  // full: keep what is there
-  } else {
-    EvictFor(bytes);
+    return limit_ <= 0 || total_bytes_ + bytes <= limit_;  // full: keep what is there
   }
-  Header header{};
-  std::memcpy(header.magic, kMagic, sizeof(kMagic));
-  header.version = kFormatVersion;
-  header.payload_bytes = static_cast<uint64_t>(payload->size());
-  header.checksum = Checksum(payload->data(), payload->size());
+  EvictFor(bytes);
+  return true;
+}
 
+void DiskCache::WriteEntry(const std::string& key, const arrow::Buffer& payload) {
+  const Header header = MakeHeader(payload);
+  const int64_t bytes = kHeaderBytes + payload.size();
   const std::string path = PathOf(key);
   const std::string temp = dir_ + "/tmp/" + key + "." + UniqueSuffix();
   std::error_code error;
@@ -250,7 +268,7 @@ void DiskCache::Put(const std::string& key, const arrow::RecordBatch& batch) {
   {
     std::ofstream out(temp, std::ios::binary | std::ios::trunc);
     out.write(reinterpret_cast<const char*>(&header), sizeof(header));
-    out.write(reinterpret_cast<const char*>(payload->data()), payload->size());
+    out.write(reinterpret_cast<const char*>(payload.data()), payload.size());
     out.flush();
     if (!out) {
       const std::string why = std::strerror(errno);

@@ -7,12 +7,12 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <unordered_map>
 
 #include "stoker/options.h"
 #include "telemetry/stats.h"
+#include "util/thread_annotations.h"
 
 namespace stoker {
 
@@ -38,16 +38,16 @@ class DiskCache {
 
   /// The cached batch for `key`, or nullptr on a miss. Never fails: unreadable or damaged
   /// entries are misses (damaged ones are counted and deleted).
-  std::shared_ptr<arrow::RecordBatch> Get(const std::string& key);
+  std::shared_ptr<arrow::RecordBatch> Get(const std::string& key) EXCLUDES(mutex_);
 
   /// Stores `batch` under `key` (unless writes are off, or the policy says the cache is full).
-  void Put(const std::string& key, const arrow::RecordBatch& batch);
+  void Put(const std::string& key, const arrow::RecordBatch& batch) EXCLUDES(mutex_);
 
   /// The warning to show the user once (empty when there is none or it was taken).
-  std::string TakeWarning();
+  std::string TakeWarning() EXCLUDES(mutex_);
 
   /// The entries on disk now: count and bytes (rescans the directory).
-  std::pair<int64_t, int64_t> Usage();
+  std::pair<int64_t, int64_t> Usage() EXCLUDES(mutex_);
 
   const std::string& dir() const { return dir_; }
 
@@ -61,21 +61,28 @@ class DiskCache {
       : dir_(std::move(dir)), limit_(limit_bytes), policy_(policy), stats_(std::move(stats)) {}
 
   std::string PathOf(const std::string& key) const;
-  void DisableWrites(const std::string& why);  // requires mutex_
-  void Rescan();                               // requires mutex_
-  void EvictFor(int64_t incoming);             // requires mutex_
+  void DisableWrites(const std::string& why) REQUIRES(mutex_);
+  /// Rebuilds entries_ from the directory (other processes may share it).
+  void Rescan() REQUIRES(mutex_);
+  /// Removes least recently used entries until `incoming` more bytes fit under the limit.
+  void EvictFor(int64_t incoming) REQUIRES(mutex_);
+  /// Whether an entry of `bytes` may be written, after evicting for it under kLru.
+  bool MakeRoom(int64_t bytes) REQUIRES(mutex_);
+  /// Writes the entry under tmp/, renames it into place and records it; on failure turns
+  /// writes off.
+  void WriteEntry(const std::string& key, const arrow::Buffer& payload) REQUIRES(mutex_);
 
   const std::string dir_;
   const int64_t limit_;
   const CachePolicy policy_;
   const std::shared_ptr<Stats> stats_;
 
-  std::mutex mutex_;
-  bool writes_enabled_ = true;
-  std::string warning_;
-  std::unordered_map<std::string, Entry> entries_;  // by entry path
-  int64_t total_bytes_ = 0;
-  uint64_t clock_ = 0;
+  Mutex mutex_;
+  bool writes_enabled_ GUARDED_BY(mutex_) = true;
+  std::string warning_ GUARDED_BY(mutex_);
+  std::unordered_map<std::string, Entry> entries_ GUARDED_BY(mutex_);  // by entry path
+  int64_t total_bytes_ GUARDED_BY(mutex_) = 0;
+  uint64_t clock_ GUARDED_BY(mutex_) = 0;
 };
 
 }  // namespace stoker

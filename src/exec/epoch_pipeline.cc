@@ -1,6 +1,8 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #include "exec/epoch_pipeline.h"
 
+#include <arrow/util/logging.h>
+
 #include <algorithm>
 
 #include "exec/unit_reader.h"
@@ -38,7 +40,7 @@ EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan
               : ChunkPool::Make(row_layout_->stride << row_layout_->chunk_shift, source_->pool)),
       stats_(std::move(stats)),
       workers_(options.ResolvedThreads()) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   // The windows these batches read, in order (all of the rank's, or a server's share).
   for (int64_t batch : batches_) {
     const auto [first, last] = plan_.ScheduleRange(batch);
@@ -52,19 +54,27 @@ EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan
 
 EpochPipeline::~EpochPipeline() {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     cancelled_ = true;
   }
-  ready_cv_.notify_all();
-  {
-    // Fetch callbacks refer to this pipeline: wait until none is outstanding.
-    std::unique_lock<std::mutex> lock(fetch_mutex_);
-    fetches_done_.wait(lock, [this] { return fetches_in_flight_.load() == 0; });
-  }
+  ready_cv_.NotifyAll();
+  // Workers first: a running cache lookup may still start a fetch, and only once they are
+  // joined can no new fetch begin. The fetches' callbacks then find the pool shut down.
   workers_.Shutdown();
+  // Fetch callbacks refer to this pipeline: wait until none is outstanding.
+  MutexLock lock(fetch_mutex_);
+  while (fetches_in_flight_ > 0) fetches_done_.Wait(fetch_mutex_);
+}
+
+void EpochPipeline::RunOnWorker(std::function<void()> task, bool urgent) {
+  const arrow::Status status = workers_.Submit(std::move(task), urgent);
+  // Refused only once the destructor has shut the pool down, when nothing waits for the
+  // task's result any more: dropping it is then right.
+  ARROW_DCHECK(status.ok() || status.IsCancelled()) << status.ToString();
 }
 
 std::pair<int64_t, int64_t> EpochPipeline::Range(int64_t k) const {
+  ARROW_DCHECK(k >= 0 && k < static_cast<int64_t>(batches_.size())) << "batch " << k;
   const auto [first, last] = plan_.ScheduleRange(batches_[k]);
   auto position = [this](int64_t scheduled) {
     return static_cast<int64_t>(std::lower_bound(schedule_.begin(), schedule_.end(), scheduled) -
@@ -74,6 +84,8 @@ std::pair<int64_t, int64_t> EpochPipeline::Range(int64_t k) const {
 }
 
 void EpochPipeline::ScheduleWindow(int64_t position) {
+  ARROW_DCHECK(position >= 0 && position <= last_window_) << "window position " << position;
+  ARROW_DCHECK_EQ(windows_.count(position), 0u) << "window position " << position;
   const int64_t scheduled = position;
   const int64_t window = plan_.window_schedule()[schedule_[position]];
   const Window& w = plan_.windows()[window];
@@ -91,7 +103,7 @@ void EpochPipeline::ScheduleWindow(int64_t position) {
       StartUnit(scheduled, i, unit);
     } else {
       // Looking the cache up reads a file: do it in a worker, not under mutex_.
-      workers_.Submit(
+      RunOnWorker(
           [this, scheduled, i, &unit] {
             auto cached = source_->cache->Get(CacheKey(*source_, unit));
             if (cached == nullptr) return StartUnit(scheduled, i, unit);
@@ -121,17 +133,20 @@ void EpochPipeline::StartUnit(int64_t scheduled, int64_t i, const Unit& unit) {
     OnUnitRead(scheduled, i, Prepare(std::move(*finished)));
   };
   if (!fetch.ok()) {
-    workers_.Submit(std::move(decode), /*urgent=*/false);
+    RunOnWorker(std::move(decode), /*urgent=*/false);
     return;
   }
-  fetches_in_flight_.fetch_add(1);
+  {
+    MutexLock lock(fetch_mutex_);
+    ++fetches_in_flight_;
+  }
   (*fetch)->ready.AddCallback(
       [this, decode = std::move(decode), arrived = *fetch](const arrow::Status&) {
         NoteArrived(*arrived, stats_.get());
-        workers_.Submit(decode, /*urgent=*/false);
-        std::lock_guard<std::mutex> lock(fetch_mutex_);
-        fetches_in_flight_.fetch_sub(1);
-        fetches_done_.notify_all();
+        RunOnWorker(decode, /*urgent=*/false);
+        MutexLock lock(fetch_mutex_);
+        --fetches_in_flight_;
+        fetches_done_.NotifyAll();
       });
 }
 
@@ -151,7 +166,8 @@ void EpochPipeline::Pump() {
     if (static_cast<int64_t>(needed.size()) != last - first + 1) break;
 
     const int64_t batch = next_assemble_++;
-    workers_.Submit(
+    peak_ahead_ = std::max(peak_ahead_, next_assemble_ - next_deliver_);
+    RunOnWorker(
         [this, batch, needed = std::move(needed)] {
           const auto start = Stats::Clock::now();
           const auto [begin, end] = plan_.BatchRange(batches_[batch]);
@@ -181,28 +197,42 @@ arrow::Result<StagedUnit> EpochPipeline::Prepare(std::shared_ptr<arrow::RecordBa
 
 void EpochPipeline::OnUnitRead(int64_t window, int64_t unit_in_window,
                                arrow::Result<StagedUnit> result) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (!result.ok()) {
     if (error_.ok()) error_ = result.status();
-    ready_cv_.notify_all();
+    ready_cv_.NotifyAll();
     return;
   }
   auto it = windows_.find(window);
   if (it == windows_.end()) return;  // cancelled or failed meanwhile
-  it->second.data->units[unit_in_window] = std::move(*result);
-  if (--it->second.pending_units == 0) Pump();
+  WindowSlot& slot = it->second;
+  ARROW_DCHECK(unit_in_window >= 0 &&
+               unit_in_window < static_cast<int64_t>(slot.data->units.size()));
+  ARROW_DCHECK(slot.data->units[unit_in_window].columns.empty()) << "unit read twice";
+  ARROW_DCHECK_GT(slot.pending_units, 0);
+  slot.data->units[unit_in_window] = std::move(*result);
+  if (--slot.pending_units == 0) Pump();
 }
 
 void EpochPipeline::OnBatchAssembled(int64_t batch, arrow::Result<AssembledBatch> result) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     if (result.ok()) {
-      ready_.emplace(batch, std::move(*result));
+      // The reorder buffer holds batches the consumer has not taken, each assembled once.
+      ARROW_DCHECK(batch >= next_deliver_ && batch < next_assemble_) << "batch " << batch;
+      const bool inserted = ready_.emplace(batch, std::move(*result)).second;
+      ARROW_DCHECK(inserted) << "batch " << batch << " assembled twice";
+      ARROW_DCHECK_LE(static_cast<int64_t>(ready_.size()), prefetch_);
     } else if (error_.ok()) {
       error_ = result.status();
     }
   }
-  ready_cv_.notify_all();
+  ready_cv_.NotifyAll();
+}
+
+int64_t EpochPipeline::PeakAhead() const {
+  MutexLock lock(mutex_);
+  return peak_ahead_;
 }
 
 bool EpochPipeline::Deliverable() const {
@@ -212,16 +242,22 @@ bool EpochPipeline::Deliverable() const {
 
 bool EpochPipeline::WaitReady(std::chrono::milliseconds timeout) {
   const auto start = Stats::Clock::now();
-  std::unique_lock<std::mutex> lock(mutex_);
-  const bool ready = ready_cv_.wait_for(lock, timeout, [this] { return Deliverable(); });
+  const auto deadline = start + timeout;
+  MutexLock lock(mutex_);
+  bool ready = Deliverable();
+  while (!ready) {
+    const bool notified = ready_cv_.WaitUntil(mutex_, deadline);
+    ready = Deliverable();
+    if (!notified) break;
+  }
   stats_->AddWait(Stats::Clock::now() - start);
   return ready;
 }
 
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> EpochPipeline::Next() {
   const auto start = Stats::Clock::now();
-  std::unique_lock<std::mutex> lock(mutex_);
-  ready_cv_.wait(lock, [this] { return Deliverable(); });
+  MutexLock lock(mutex_);
+  while (!Deliverable()) ready_cv_.Wait(mutex_);
   stats_->AddWait(Stats::Clock::now() - start);
   if (next_deliver_ >= static_cast<int64_t>(batches_.size())) return nullptr;
   auto it = ready_.find(next_deliver_);

@@ -1,11 +1,8 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
-#include <atomic>
-#include <condition_variable>
 #include <map>
 #include <memory>
-#include <mutex>
 
 #include "assemble/assembler.h"
 #include "exec/task_pool.h"
@@ -15,6 +12,7 @@
 #include "stoker/batch_stream.h"
 #include "stoker/options.h"
 #include "telemetry/stats.h"
+#include "util/thread_annotations.h"
 
 namespace stoker {
 
@@ -35,9 +33,13 @@ class EpochPipeline final : public BatchStream {
                 std::shared_ptr<Stats> stats);
   ~EpochPipeline() override;
 
-  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() override;
-  bool WaitReady(std::chrono::milliseconds timeout) override;
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() override EXCLUDES(mutex_);
+  bool WaitReady(std::chrono::milliseconds timeout) override EXCLUDES(mutex_);
   int64_t num_batches() const override { return static_cast<int64_t>(batches_.size()); }
+
+  /// The most batches that were ever assembled or being assembled ahead of the consumer at
+  /// once; never more than `prefetch` (a test of that bound reads it).
+  int64_t PeakAhead() const EXCLUDES(mutex_);
 
  private:
   struct WindowSlot {
@@ -45,22 +47,27 @@ class EpochPipeline final : public BatchStream {
     int64_t pending_units = 0;
   };
 
-  // All of these require mutex_ to be held.
-  void Pump();
+  /// Starts the window reads and assembly tasks the bounds allow, after any state change.
+  void Pump() REQUIRES(mutex_);
   /// Starts reading the units of the window at `position` in schedule_.
-  void ScheduleWindow(int64_t position);
+  void ScheduleWindow(int64_t position) REQUIRES(mutex_);
   /// Positions in schedule_ of the first and last window the k-th batch reads.
   std::pair<int64_t, int64_t> Range(int64_t k) const;
-  /// Fetches, decodes and finishes one unit (caching it when there is a cache). Never locks
-  /// mutex_ on the calling thread.
+  /// Fetches, decodes and finishes one unit (caching it when there is a cache). Called with
+  /// mutex_ held (ScheduleWindow) or not (a cache miss in a worker); never locks it on the
+  /// calling thread.
   void StartUnit(int64_t scheduled, int64_t unit_in_window, const Unit& unit);
-  bool Deliverable() const;
+  /// Queues a worker task. The pool refuses tasks only once the destructor has shut it down,
+  /// when nothing waits for their results any more.
+  void RunOnWorker(std::function<void()> task, bool urgent);
+  bool Deliverable() const REQUIRES(mutex_);
 
   /// A finished unit as the assembler reads it: staged row-major when batches are shuffled.
   /// Runs in the worker that finished the unit.
   arrow::Result<StagedUnit> Prepare(std::shared_ptr<arrow::RecordBatch> unit);
-  void OnUnitRead(int64_t scheduled, int64_t unit_in_window, arrow::Result<StagedUnit> result);
-  void OnBatchAssembled(int64_t batch, arrow::Result<AssembledBatch> result);
+  void OnUnitRead(int64_t scheduled, int64_t unit_in_window, arrow::Result<StagedUnit> result)
+      EXCLUDES(mutex_);
+  void OnBatchAssembled(int64_t batch, arrow::Result<AssembledBatch> result) EXCLUDES(mutex_);
 
   const std::shared_ptr<const UnitSource> source_;
   const EpochPlan plan_;
@@ -68,7 +75,8 @@ class EpochPipeline final : public BatchStream {
   /// The plan's batches this stream delivers, in order; windows_, next_assemble_ and
   /// next_deliver_ count in positions of it.
   const std::vector<int64_t> batches_;
-  /// The plan.window_schedule() indices those batches read, increasing.
+  /// The plan.window_schedule() indices those batches read, increasing. Filled by the
+  /// constructor, read-only after.
   std::vector<int64_t> schedule_;
   const int64_t prefetch_;
   const int64_t lookahead_;
@@ -78,23 +86,27 @@ class EpochPipeline final : public BatchStream {
   const std::shared_ptr<ChunkPool> record_chunks_;
   const std::shared_ptr<Stats> stats_;
 
-  std::mutex mutex_;
-  std::condition_variable ready_cv_;
+  mutable Mutex mutex_;
+  /// Signalled when Deliverable() may have become true.
+  CondVar ready_cv_;
   /// Windows scheduled and still needed, keyed by position in schedule_.
-  std::map<int64_t, WindowSlot> windows_;
-  int64_t next_window_ = 0;   // next position in schedule_ to start reading
-  int64_t last_window_ = -1;  // last position in schedule_
-  int64_t next_assemble_ = 0;
-  int64_t next_deliver_ = 0;
+  std::map<int64_t, WindowSlot> windows_ GUARDED_BY(mutex_);
+  int64_t next_window_ GUARDED_BY(mutex_) = 0;   // next position in schedule_ to start reading
+  int64_t last_window_ GUARDED_BY(mutex_) = -1;  // last position in schedule_
+  int64_t next_assemble_ GUARDED_BY(mutex_) = 0;
+  int64_t next_deliver_ GUARDED_BY(mutex_) = 0;
+  int64_t peak_ahead_ GUARDED_BY(mutex_) = 0;  // see PeakAhead()
   /// Reorder buffer: assembled batches not yet delivered (at most prefetch_).
-  std::map<int64_t, AssembledBatch> ready_;
-  arrow::Status error_;
-  bool cancelled_ = false;
+  std::map<int64_t, AssembledBatch> ready_ GUARDED_BY(mutex_);
+  arrow::Status error_ GUARDED_BY(mutex_);
+  bool cancelled_ GUARDED_BY(mutex_) = false;
 
+  /// Taken after mutex_ when both are held (StartUnit under ScheduleWindow).
+  Mutex fetch_mutex_;
   /// Fetches whose completion callback has not run yet (it refers to this object).
-  std::atomic<int64_t> fetches_in_flight_{0};
-  std::mutex fetch_mutex_;
-  std::condition_variable fetches_done_;
+  int64_t fetches_in_flight_ GUARDED_BY(fetch_mutex_) = 0;
+  /// Signalled when fetches_in_flight_ drops.
+  CondVar fetches_done_;
 
   TaskPool workers_;
 };

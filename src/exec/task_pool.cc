@@ -10,23 +10,32 @@ TaskPool::TaskPool(int num_threads) {
 
 TaskPool::~TaskPool() { Shutdown(); }
 
-void TaskPool::Submit(std::function<void()> task, bool urgent) {
+arrow::Status TaskPool::Submit(std::function<void()> task, bool urgent) {
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_) return;
-    (urgent ? urgent_ : normal_).push_back(std::move(task));
+    MutexLock lock(mutex_);
+    if (stopping_) return arrow::Status::Cancelled("the task pool is shut down");
+    // Not `(urgent ? urgent_ : normal_)`: the analysis does not see through the conditional.
+    if (urgent) {
+      urgent_.push_back(std::move(task));
+    } else {
+      normal_.push_back(std::move(task));
+    }
   }
-  wake_.notify_one();
+  wake_.NotifyOne();
+  return arrow::Status::OK();
 }
 
 void TaskPool::Shutdown() {
+  // The dropped tasks are destroyed after the lock is released: their captures' destructors
+  // (buffers, readers) run no code under it.
+  std::deque<std::function<void()>> dropped_urgent, dropped_normal;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
+    MutexLock lock(mutex_);
     stopping_ = true;
-    urgent_.clear();
-    normal_.clear();
+    dropped_urgent.swap(urgent_);
+    dropped_normal.swap(normal_);
   }
-  wake_.notify_all();
+  wake_.NotifyAll();
   for (auto& thread : threads_) {
     if (thread.joinable()) thread.join();
   }
@@ -36,8 +45,8 @@ void TaskPool::Work() {
   for (;;) {
     std::function<void()> task;
     {
-      std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [this] { return stopping_ || !urgent_.empty() || !normal_.empty(); });
+      MutexLock lock(mutex_);
+      while (!stopping_ && urgent_.empty() && normal_.empty()) wake_.Wait(mutex_);
       if (stopping_) return;
       auto& queue = urgent_.empty() ? normal_ : urgent_;
       task = std::move(queue.front());

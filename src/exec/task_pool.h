@@ -1,12 +1,14 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
-#include <condition_variable>
+#include <arrow/status.h>
+
 #include <deque>
 #include <functional>
-#include <mutex>
 #include <thread>
 #include <vector>
+
+#include "util/thread_annotations.h"
 
 namespace stoker {
 
@@ -20,19 +22,21 @@ class TaskPool {
   TaskPool(const TaskPool&) = delete;
   TaskPool& operator=(const TaskPool&) = delete;
 
-  /// Queues a task; ignored once Shutdown() has begun.
-  void Submit(std::function<void()> task, bool urgent);
-  /// Drops queued tasks, lets running ones finish, joins the threads. Idempotent.
-  void Shutdown();
+  /// Queues a task; Cancelled (and the task is dropped unrun) once Shutdown() has begun.
+  arrow::Status Submit(std::function<void()> task, bool urgent) EXCLUDES(mutex_);
+  /// Drops queued tasks, lets running ones finish, joins the threads. Idempotent; not to be
+  /// called from a task, nor from two threads at once.
+  void Shutdown() EXCLUDES(mutex_);
 
  private:
-  void Work();
+  void Work() EXCLUDES(mutex_);
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::function<void()>> urgent_;
-  std::deque<std::function<void()>> normal_;
-  bool stopping_ = false;
+  Mutex mutex_;
+  CondVar wake_;
+  std::deque<std::function<void()>> urgent_ GUARDED_BY(mutex_);
+  std::deque<std::function<void()>> normal_ GUARDED_BY(mutex_);
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  /// Written by the constructor, joined by Shutdown(); never touched by the workers.
   std::vector<std::thread> threads_;
 };
 

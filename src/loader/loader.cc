@@ -85,6 +85,66 @@ arrow::Result<std::vector<Unit>> CountMatchingRows(const UnitSource& source, Sta
   return units;
 }
 
+// The columns to read: those asked for plus, when that is not every column, the ones only the
+// filter needs (noted in source->filter_only_columns, dropped after filtering).
+arrow::Result<std::vector<std::string>> ColumnsToRead(const LoaderOptions& options,
+                                                      UnitSource* source) {
+  std::vector<std::string> read = options.columns;
+  if (!options.filter.has_value()) return read;
+  ARROW_ASSIGN_OR_RAISE(auto filter_columns, RowFilter::ColumnsOf(*options.filter));
+  for (const auto& name : filter_columns) {
+    if (!read.empty() && std::find(read.begin(), read.end(), name) == read.end()) {
+      read.push_back(name);
+      source->filter_only_columns.push_back(name);
+    }
+  }
+  return read;
+}
+
+// Validates the transforms against the columns they receive (those read, less the filter's
+// own) and records the output schema they make.
+arrow::Status SetUpTransforms(const LoaderOptions& options, UnitSource* source) {
+  arrow::FieldVector inputs;
+  for (const auto& field : source->manifest->schema()->fields()) {
+    const auto& skip = source->filter_only_columns;
+    if (std::find(skip.begin(), skip.end(), field->name()) == skip.end()) inputs.push_back(field);
+  }
+  ARROW_ASSIGN_OR_RAISE(source->transforms,
+                        TransformSpec::Make(options.transforms, arrow::schema(inputs)));
+  source->output_schema = source->transforms->output_schema();
+  return arrow::Status::OK();
+}
+
+// The units the plan schedules: every non-empty row group, or with a filter those that may
+// match, each counted by its matching rows.
+arrow::Status SetUpUnits(const LoaderOptions& options, Stats* stats, UnitSource* source) {
+  if (!options.filter.has_value()) {
+    source->units = source->manifest->units();
+    return arrow::Status::OK();
+  }
+  source->filter_expression = options.filter;
+  ARROW_ASSIGN_OR_RAISE(source->filter,
+                        RowFilter::Make(*options.filter, source->manifest->schema()));
+  ARROW_ASSIGN_OR_RAISE(source->units, CatchAll([&] { return CountMatchingRows(*source, stats); }));
+  return arrow::Status::OK();
+}
+
+// Opens the cache and digests what its entries depend on besides file and row group.
+void SetUpCache(const LoaderOptions& options, const std::shared_ptr<Stats>& stats,
+                UnitSource* source) {
+  source->cache =
+      DiskCache::Open(options.cache_dir, options.cache_limit_bytes, options.cache_policy, stats);
+  Digest config;
+  config.Add(static_cast<uint64_t>(DiskCache::kFormatVersion));
+  for (const auto& field : source->manifest->schema()->fields()) {
+    config.Add(field->name());
+    config.Add(field->type()->ToString());
+  }
+  config.Add(source->filter == nullptr ? std::string() : source->filter->digest());
+  config.Add(source->transforms->digest());
+  source->cache_config_digest = config.Hex();
+}
+
 arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& options,
                                                           const std::shared_ptr<Stats>& stats) {
   auto source = std::make_shared<UnitSource>();
@@ -92,51 +152,15 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
   source->pool = options.ResolvedMemoryPool();
   ARROW_ASSIGN_OR_RAISE(source->io_executor,
                         arrow::internal::ThreadPool::Make(options.storage.ResolvedIoThreads()));
-  std::vector<std::string> read = options.columns;
-  if (options.filter.has_value()) {
-    ARROW_ASSIGN_OR_RAISE(auto filter_columns, RowFilter::ColumnsOf(*options.filter));
-    for (const auto& name : filter_columns) {
-      if (!read.empty() && std::find(read.begin(), read.end(), name) == read.end()) {
-        read.push_back(name);
-        source->filter_only_columns.push_back(name);
-      }
-    }
-  }
+  ARROW_ASSIGN_OR_RAISE(const auto read, ColumnsToRead(options, source.get()));
   ARROW_ASSIGN_OR_RAISE(source->manifest, CatchAll([&] {
                           return Manifest::Make(options.sources, read, options.storage,
                                                 stats->retry_counter());
                         }));
-  const auto& schema = source->manifest->schema();
-  arrow::FieldVector inputs;
-  for (const auto& field : schema->fields()) {
-    const auto& skip = source->filter_only_columns;
-    if (std::find(skip.begin(), skip.end(), field->name()) == skip.end()) inputs.push_back(field);
-  }
-  ARROW_ASSIGN_OR_RAISE(source->transforms,
-                        TransformSpec::Make(options.transforms, arrow::schema(inputs)));
-  source->output_schema = source->transforms->output_schema();
+  ARROW_RETURN_NOT_OK(SetUpTransforms(options, source.get()));
   if (options.output == OutputKind::kTensor) ARROW_RETURN_NOT_OK(CheckTensorOutput(*source));
-  if (options.filter.has_value()) {
-    source->filter_expression = options.filter;
-    ARROW_ASSIGN_OR_RAISE(source->filter, RowFilter::Make(*options.filter, schema));
-    ARROW_ASSIGN_OR_RAISE(source->units,
-                          CatchAll([&] { return CountMatchingRows(*source, stats.get()); }));
-  } else {
-    source->units = source->manifest->units();
-  }
-  if (!options.cache_dir.empty()) {
-    source->cache =
-        DiskCache::Open(options.cache_dir, options.cache_limit_bytes, options.cache_policy, stats);
-    Digest config;
-    config.Add(static_cast<uint64_t>(DiskCache::kFormatVersion));
-    for (const auto& field : schema->fields()) {
-      config.Add(field->name());
-      config.Add(field->type()->ToString());
-    }
-    config.Add(source->filter == nullptr ? std::string() : source->filter->digest());
-    config.Add(source->transforms->digest());
-    source->cache_config_digest = config.Hex();
-  }
+  ARROW_RETURN_NOT_OK(SetUpUnits(options, stats.get(), source.get()));
+  if (!options.cache_dir.empty()) SetUpCache(options, stats, source.get());
   return source;
 }
 

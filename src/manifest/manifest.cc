@@ -2,6 +2,7 @@
 #include "manifest/manifest.h"
 
 #include <arrow/io/interfaces.h>
+#include <arrow/util/logging.h>
 #include <arrow/util/parallel.h>
 #include <parquet/arrow/reader.h>
 #include <parquet/arrow/schema.h>
@@ -96,76 +97,107 @@ arrow::Status AddUnits(size_t i, const ManifestFile& file, std::vector<Unit>* un
   return arrow::Status::OK();
 }
 
-}  // namespace
-
-arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const std::vector<std::string>& source_list,
-                                                        const std::vector<std::string>& columns,
-                                                        const StorageOptions& storage,
-                                                        const RetryCounter& retries) {
-  ARROW_ASSIGN_OR_RAISE(auto sources, ResolveSources(source_list, storage, retries));
-
-  std::vector<arrow::Result<Footer>> footers(sources.size());
+// Reads every file's footer, in parallel; the first failure, saying whether the store or
+// the file is at fault.
+arrow::Result<std::vector<Footer>> ReadFooters(const std::vector<SourceFile>& sources) {
+  std::vector<arrow::Result<Footer>> results(sources.size());
   ARROW_RETURN_NOT_OK(arrow::internal::ParallelFor(
       static_cast<int>(sources.size()),
       [&](int i) {
-        footers[i] = CatchAll([&] { return ReadFooter(sources[i]); });
+        results[i] = CatchAll([&] { return ReadFooter(sources[i]); });
         return arrow::Status::OK();
       },
       arrow::io::default_io_context().executor()));
+  std::vector<Footer> footers;
   for (size_t i = 0; i < sources.size(); ++i) {
-    if (!footers[i].ok()) {
-      const auto& status = footers[i].status();
+    if (!results[i].ok()) {
+      const auto& status = results[i].status();
       // A store that fails is not a file that is not Parquet: say which it is.
       if (status.IsIOError() && status.message().find("Parquet") == std::string::npos) {
         return WithContext(ExplainStorageError(status, sources[i].display), "reading the footer");
       }
       return WithContext(status, "'" + sources[i].display + "' could not be read as Parquet");
     }
+    footers.push_back(std::move(*results[i]));
   }
+  return footers;
+}
 
-  auto manifest = std::make_shared<Manifest>();
-  const Footer& first = *footers[0];
-  const std::string& first_path = sources[0].display;
+// The projected fields as the first file has them: `columns`, or all of its columns when
+// that is empty.
+arrow::Result<arrow::FieldVector> ProjectFields(const arrow::Schema& first,
+                                                const std::string& first_path,
+                                                const std::vector<std::string>& columns) {
   std::vector<std::string> names = columns;
   if (names.empty()) {
-    for (const auto& field : first.schema->fields()) names.push_back(field->name());
+    for (const auto& field : first.fields()) names.push_back(field->name());
   }
   arrow::FieldVector fields;
   for (const auto& name : names) {
-    ARROW_ASSIGN_OR_RAISE(int index, FindColumn(*first.schema, name, first_path));
-    fields.push_back(first.schema->field(index));
+    ARROW_ASSIGN_OR_RAISE(int index, FindColumn(first, name, first_path));
+    fields.push_back(first.field(index));
   }
-  manifest->schema_ = arrow::schema(fields);
+  return fields;
+}
 
+// A file of the dataset, once its columns are checked against the first file's `fields`
+// (and, with `all_columns`, its column count too), with the leaves holding them.
+arrow::Result<ManifestFile> DescribeFile(const SourceFile& source, const Footer& footer,
+                                         const arrow::Schema& first, const std::string& first_path,
+                                         const arrow::FieldVector& fields, bool all_columns) {
+  ManifestFile file;
+  file.source = source;
+  file.metadata = footer.metadata;
+  if (all_columns && footer.schema->num_fields() != first.num_fields()) {
+    return arrow::Status::Invalid("files disagree on their columns: '", first_path, "' has ",
+                                  first.num_fields(), " (", JoinNames(first), ") but '",
+                                  file.source.display, "' has ", footer.schema->num_fields(), " (",
+                                  JoinNames(*footer.schema), ")");
+  }
+  for (const auto& field : fields) {
+    auto found = FindColumn(*footer.schema, field->name(), file.source.display);
+    if (!found.ok()) {
+      return WithContext(found.status(), "files disagree on their columns: '" + first_path +
+                                             "' has column '" + field->name() + "'");
+    }
+    const auto& other = footer.schema->field(*found);
+    if (!other->type()->Equals(*field->type())) {
+      return arrow::Status::Invalid("files disagree on column '", field->name(), "': it is ",
+                                    field->type()->ToString(), " in '", first_path, "' but ",
+                                    other->type()->ToString(), " in '", file.source.display, "'");
+    }
+    std::vector<int> leaves;
+    CollectLeaves(footer.schema_manifest.schema_fields[*found], &leaves);
+    file.leaf_columns.insert(file.leaf_columns.end(), leaves.begin(), leaves.end());
+    file.column_leaves.push_back(std::move(leaves));
+  }
+  return file;
+}
+
+}  // namespace
+
+arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const std::vector<std::string>& source_list,
+                                                        const std::vector<std::string>& columns,
+                                                        const StorageOptions& storage,
+                                                        const RetryCounter& retries) {
+  // The loader's Validate() rejects an empty list; a direct caller gets the same answer.
+  if (source_list.empty()) {
+    return arrow::Status::Invalid("source: no file, directory or glob was given");
+  }
+  ARROW_ASSIGN_OR_RAISE(auto sources, ResolveSources(source_list, storage, retries));
+  // Each source resolves to at least one file or fails.
+  ARROW_DCHECK(!sources.empty());
+  ARROW_ASSIGN_OR_RAISE(auto footers, ReadFooters(sources));
+  const arrow::Schema& first = *footers[0].schema;
+  const std::string& first_path = sources[0].display;
+
+  auto manifest = std::make_shared<Manifest>();
+  ARROW_ASSIGN_OR_RAISE(auto fields, ProjectFields(first, first_path, columns));
+  manifest->schema_ = arrow::schema(fields);
   Digest fingerprint;
   for (size_t i = 0; i < sources.size(); ++i) {
-    const Footer& footer = *footers[i];
-    ManifestFile file;
-    file.source = sources[i];
-    file.metadata = footer.metadata;
-    if (columns.empty() && footer.schema->num_fields() != first.schema->num_fields()) {
-      return arrow::Status::Invalid(
-          "files disagree on their columns: '", first_path, "' has ", first.schema->num_fields(),
-          " (", JoinNames(*first.schema), ") but '", file.source.display, "' has ",
-          footer.schema->num_fields(), " (", JoinNames(*footer.schema), ")");
-    }
-    for (const auto& field : fields) {
-      auto found = FindColumn(*footer.schema, field->name(), file.source.display);
-      if (!found.ok()) {
-        return WithContext(found.status(), "files disagree on their columns: '" + first_path +
-                                               "' has column '" + field->name() + "'");
-      }
-      const auto& other = footer.schema->field(*found);
-      if (!other->type()->Equals(*field->type())) {
-        return arrow::Status::Invalid("files disagree on column '", field->name(), "': it is ",
-                                      field->type()->ToString(), " in '", first_path, "' but ",
-                                      other->type()->ToString(), " in '", file.source.display, "'");
-      }
-      std::vector<int> leaves;
-      CollectLeaves(footer.schema_manifest.schema_fields[*found], &leaves);
-      file.leaf_columns.insert(file.leaf_columns.end(), leaves.begin(), leaves.end());
-      file.column_leaves.push_back(std::move(leaves));
-    }
+    ARROW_ASSIGN_OR_RAISE(auto file, DescribeFile(sources[i], footers[i], first, first_path, fields,
+                                                  columns.empty()));
     // Column metadata is decoded lazily and may throw (encrypted columns, corrupt footers).
     ARROW_RETURN_NOT_OK(WithContext(CatchAll([&]() -> arrow::Status {
                                       BEGIN_PARQUET_CATCH_EXCEPTIONS

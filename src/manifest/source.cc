@@ -56,6 +56,53 @@ arrow::Result<std::vector<SourceFile>> ListFiles(const std::shared_ptr<arrow::fs
   return files;
 }
 
+// The files a glob matches. `location` is the source made absolute, `base` the part of it
+// before the glob and `base_path` that part in `fs`'s own terms.
+arrow::Result<std::vector<SourceFile>> ResolveGlob(const std::string& source,
+                                                   const std::string& location,
+                                                   const std::string& base,
+                                                   const std::shared_ptr<arrow::fs::FileSystem>& fs,
+                                                   const std::string& base_path) {
+  // The pattern in the filesystem's own path terms: the base's path, then the rest.
+  std::string pattern = base_path;
+  if (!pattern.empty() && pattern.back() == '/') pattern.pop_back();
+  pattern += location.substr(base.size() - (base.back() == '/' ? 1 : 0));
+  ARROW_ASSIGN_OR_RAISE(auto base_info, fs->GetFileInfo(base_path));
+  if (base_info.type() != arrow::fs::FileType::Directory) {
+    return NotFound("source '", source, "': directory '", base, "' does not exist");
+  }
+  ARROW_ASSIGN_OR_RAISE(auto files, ListFiles(fs, base_path, [&](const std::string& path) {
+                          return fnmatch(pattern.c_str(), path.c_str(), FNM_PATHNAME) == 0;
+                        }));
+  if (files.empty()) {
+    return NotFound("source '", source, "': the glob matches no file");
+  }
+  return files;
+}
+
+// A file, or the *.parquet files under a directory.
+arrow::Result<std::vector<SourceFile>> ResolvePath(const std::string& source,
+                                                   const std::shared_ptr<arrow::fs::FileSystem>& fs,
+                                                   const std::string& path) {
+  ARROW_ASSIGN_OR_RAISE(auto info, fs->GetFileInfo(path));
+  switch (info.type()) {
+    case arrow::fs::FileType::File:
+      return std::vector<SourceFile>{ToSourceFile(fs, info)};
+    case arrow::fs::FileType::Directory: {
+      ARROW_ASSIGN_OR_RAISE(auto files, ListFiles(fs, path, [](const std::string& file) {
+                              return EndsWith(file, ".parquet");
+                            }));
+      if (files.empty()) {
+        return arrow::Status::Invalid("source '", source,
+                                      "': directory contains no *.parquet files");
+      }
+      return files;
+    }
+    default:
+      return NotFound("source '", source, "': no such file or directory");
+  }
+}
+
 arrow::Result<std::vector<SourceFile>> ResolveOne(const std::string& source,
                                                   const StorageOptions& storage,
                                                   const RetryCounter& retries) {
@@ -73,42 +120,8 @@ arrow::Result<std::vector<SourceFile>> ResolveOne(const std::string& source,
   }
   std::string base_path;
   ARROW_ASSIGN_OR_RAISE(auto fs, OpenFileSystem(base, storage, retries, &base_path));
-
-  if (glob) {
-    // The pattern in the filesystem's own path terms: the base's path, then the rest.
-    std::string pattern = base_path;
-    if (!pattern.empty() && pattern.back() == '/') pattern.pop_back();
-    pattern += location.substr(base.size() - (base.back() == '/' ? 1 : 0));
-    ARROW_ASSIGN_OR_RAISE(auto base_info, fs->GetFileInfo(base_path));
-    if (base_info.type() != arrow::fs::FileType::Directory) {
-      return NotFound("source '", source, "': directory '", base, "' does not exist");
-    }
-    ARROW_ASSIGN_OR_RAISE(auto files, ListFiles(fs, base_path, [&](const std::string& path) {
-                            return fnmatch(pattern.c_str(), path.c_str(), FNM_PATHNAME) == 0;
-                          }));
-    if (files.empty()) {
-      return NotFound("source '", source, "': the glob matches no file");
-    }
-    return files;
-  }
-
-  ARROW_ASSIGN_OR_RAISE(auto info, fs->GetFileInfo(base_path));
-  switch (info.type()) {
-    case arrow::fs::FileType::File:
-      return std::vector<SourceFile>{ToSourceFile(fs, info)};
-    case arrow::fs::FileType::Directory: {
-      ARROW_ASSIGN_OR_RAISE(auto files, ListFiles(fs, base_path, [](const std::string& path) {
-                              return EndsWith(path, ".parquet");
-                            }));
-      if (files.empty()) {
-        return arrow::Status::Invalid("source '", source,
-                                      "': directory contains no *.parquet files");
-      }
-      return files;
-    }
-    default:
-      return NotFound("source '", source, "': no such file or directory");
-  }
+  if (glob) return ResolveGlob(source, location, base, fs, base_path);
+  return ResolvePath(source, fs, base_path);
 }
 
 }  // namespace

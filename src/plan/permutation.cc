@@ -1,6 +1,8 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #include "plan/permutation.h"
 
+#include <arrow/util/logging.h>
+
 #include <bit>
 
 #include "util/digest.h"
@@ -29,6 +31,8 @@ Permutation::Permutation(uint64_t n, uint64_t key, bool identity)
 }
 
 uint64_t Permutation::operator()(uint64_t i) const {
+  // Out of range, cycle walking would still land in [0, n): a wrong row, silently.
+  ARROW_DCHECK_LT(i, n_);
   if (identity_) return i;
   uint64_t x = i;
   do {

@@ -15,50 +15,57 @@ arrow::Result<EpochPlan> EpochPlan::Make(const std::vector<int64_t>& unit_rows,
   }
   EpochPlan plan;
   plan.config_ = config;
-  const auto num_units = static_cast<uint64_t>(unit_rows.size());
-  const Permutation unit_perm(num_units, DeriveKey(config.seed, config.epoch, kUnitOrderLevel, 0),
-                              !config.shuffle);
-  plan.unit_order_.resize(num_units);
-  plan.unit_offset_.resize(num_units);
-  int64_t position = 0;
-  Window window;
-  for (uint64_t i = 0; i < num_units; ++i) {
-    const auto unit = static_cast<int32_t>(unit_perm(i));
-    const int64_t rows = unit_rows[unit];
-    if (rows <= 0) return arrow::Status::Invalid("unit ", unit, " has no rows");
-    plan.unit_order_[i] = unit;
-    plan.unit_offset_[i] = window.num_rows;
-    window.num_units += 1;
-    window.num_rows += rows;
-    position += rows;
-    if (window.num_rows >= config.window_rows || i + 1 == num_units) {
-      window.row_key = DeriveKey(config.seed, config.epoch, kWindowRowsLevel,
-                                 static_cast<uint64_t>(plan.windows_.size()));
-      plan.windows_.push_back(window);
-      window = Window{};
-      window.first_unit = static_cast<int64_t>(i + 1);
-      window.first_row = position;
-    }
-  }
-  plan.total_rows_ = position;
+  ARROW_RETURN_NOT_OK(plan.CutWindows(unit_rows));
   for (const auto& round : config.resumed) {
     if (round.world_size < 1 || round.rows_per_rank < 0) {
       return arrow::Status::Invalid("invalid resume round (world_size ", round.world_size,
                                     ", rows ", round.rows_per_rank, ")");
     }
   }
-  plan.segments_ = RankSegments(plan.total_rows_, config.resumed, config.world_size, config.rank);
-  for (const auto& segment : plan.segments_) {
-    plan.segment_offset_.push_back(plan.rank_rows_);
-    plan.rank_rows_ += segment.end - segment.begin;
-    for (int64_t w = plan.WindowOf(segment.begin); w <= plan.WindowOf(segment.end - 1); ++w) {
-      if (plan.window_schedule_.empty() || plan.window_schedule_.back() < w) {
-        plan.window_schedule_.push_back(w);
-      }
+  plan.TakeRankSlice();
+  return plan;
+}
+
+arrow::Status EpochPlan::CutWindows(const std::vector<int64_t>& unit_rows) {
+  const auto num_units = static_cast<uint64_t>(unit_rows.size());
+  const Permutation unit_perm(num_units, DeriveKey(config_.seed, config_.epoch, kUnitOrderLevel, 0),
+                              !config_.shuffle);
+  unit_order_.resize(num_units);
+  unit_offset_.resize(num_units);
+  int64_t position = 0;
+  Window window;
+  for (uint64_t i = 0; i < num_units; ++i) {
+    const auto unit = static_cast<int32_t>(unit_perm(i));
+    const int64_t rows = unit_rows[unit];
+    if (rows <= 0) return arrow::Status::Invalid("unit ", unit, " has no rows");
+    unit_order_[i] = unit;
+    unit_offset_[i] = window.num_rows;
+    window.num_units += 1;
+    window.num_rows += rows;
+    position += rows;
+    if (window.num_rows >= config_.window_rows || i + 1 == num_units) {
+      window.row_key = DeriveKey(config_.seed, config_.epoch, kWindowRowsLevel,
+                                 static_cast<uint64_t>(windows_.size()));
+      windows_.push_back(window);
+      window = Window{};
+      window.first_unit = static_cast<int64_t>(i + 1);
+      window.first_row = position;
     }
   }
-  plan.num_batches_ = BatchesPerRank(plan.rank_rows_, config);
-  return plan;
+  total_rows_ = position;
+  return arrow::Status::OK();
+}
+
+void EpochPlan::TakeRankSlice() {
+  segments_ = RankSegments(total_rows_, config_.resumed, config_.world_size, config_.rank);
+  for (const auto& segment : segments_) {
+    segment_offset_.push_back(rank_rows_);
+    rank_rows_ += segment.end - segment.begin;
+    for (int64_t w = WindowOf(segment.begin); w <= WindowOf(segment.end - 1); ++w) {
+      if (window_schedule_.empty() || window_schedule_.back() < w) window_schedule_.push_back(w);
+    }
+  }
+  num_batches_ = BatchesPerRank(rank_rows_, config_);
 }
 
 int64_t BatchesPerRank(int64_t rows_per_rank, const PlanConfig& config) {
@@ -115,11 +122,13 @@ std::vector<Segment> RankSegments(int64_t total_rows, const std::vector<ResumeRo
 }
 
 std::pair<int64_t, int64_t> EpochPlan::BatchRange(int64_t b) const {
+  ARROW_DCHECK(b >= 0 && b < num_batches_) << "batch " << b << " of " << num_batches_;
   const int64_t first = b * config_.batch_size;
   return {first, std::min(first + config_.batch_size, rank_rows_)};
 }
 
 int64_t EpochPlan::Position(int64_t offset) const {
+  ARROW_DCHECK(offset >= 0 && offset < rank_rows_) << "offset " << offset << " of " << rank_rows_;
   const auto it = std::upper_bound(segment_offset_.begin(), segment_offset_.end(), offset) - 1;
   return segments_[it - segment_offset_.begin()].begin + (offset - *it);
 }
@@ -136,18 +145,24 @@ std::pair<int64_t, int64_t> EpochPlan::ScheduleRange(int64_t b) const {
 }
 
 int64_t EpochPlan::WindowOf(int64_t pos) const {
+  ARROW_DCHECK(pos >= 0 && pos < total_rows_) << "position " << pos << " of " << total_rows_;
   auto it = std::upper_bound(windows_.begin(), windows_.end(), pos,
                              [](int64_t p, const Window& w) { return p < w.first_row; });
   return static_cast<int64_t>(it - windows_.begin()) - 1;
 }
 
 Permutation EpochPlan::WindowRows(int64_t window) const {
+  ARROW_DCHECK(window >= 0 && window < static_cast<int64_t>(windows_.size())) << window;
   const Window& w = windows_[window];
   return Permutation(static_cast<uint64_t>(w.num_rows), w.row_key, !config_.shuffle);
 }
 
 RowSource EpochPlan::Locate(int64_t pos, int64_t window, const Permutation& rows) const {
+  ARROW_DCHECK(window >= 0 && window < static_cast<int64_t>(windows_.size())) << window;
   const Window& w = windows_[window];
+  ARROW_DCHECK(pos >= w.first_row && pos < w.first_row + w.num_rows)
+      << "position " << pos << " is not in window " << window;
+  ARROW_DCHECK_EQ(rows.size(), static_cast<uint64_t>(w.num_rows));
   const auto k = static_cast<int64_t>(rows(static_cast<uint64_t>(pos - w.first_row)));
   const auto begin = unit_offset_.begin() + w.first_unit;
   const auto end = begin + w.num_units;

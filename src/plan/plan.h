@@ -103,6 +103,12 @@ class EpochPlan {
   void LocateRange(int64_t begin, int64_t end, std::vector<RowSource>* out) const;
 
  private:
+  /// Permutes the units and cuts them into windows (fills unit_order_, unit_offset_,
+  /// windows_, total_rows_); an error if a unit has no rows.
+  arrow::Status CutWindows(const std::vector<int64_t>& unit_rows);
+  /// This rank's segments of S, their offsets, the windows they read and the batch count.
+  void TakeRankSlice();
+
   PlanConfig config_;
   std::vector<int32_t> unit_order_;
   /// unit_offset_[i]: rows before unit_order_[i] within its window; parallel to unit_order_.

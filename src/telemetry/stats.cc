@@ -54,12 +54,12 @@ void Stats::AddWait(Clock::duration elapsed) {
 void Stats::AddDelivered(int64_t rows, uint64_t rows_hash) {
   rows_.fetch_add(rows, std::memory_order_relaxed);
   batches_.fetch_add(1, std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(digest_mutex_);
+  MutexLock lock(digest_mutex_);
   delivered_.Add(rows_hash);
 }
 
 bool Stats::RestoreDigest(const std::string& hex) {
-  std::lock_guard<std::mutex> lock(digest_mutex_);
+  MutexLock lock(digest_mutex_);
   return Digest::FromHex(hex, &delivered_);
 }
 
@@ -84,7 +84,7 @@ StatsSnapshot Stats::Snapshot() const {
   s.cache_bytes_written = cache_bytes_written_.load(std::memory_order_relaxed);
   s.cache_evictions = cache_evictions_.load(std::memory_order_relaxed);
   s.cache_corrupt = cache_corrupt_.load(std::memory_order_relaxed);
-  std::lock_guard<std::mutex> lock(digest_mutex_);
+  MutexLock lock(digest_mutex_);
   s.delivered_digest = delivered_.Hex();
   return s;
 }

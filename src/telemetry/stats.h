@@ -5,15 +5,16 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "stoker/stats.h"
 #include "util/digest.h"
+#include "util/thread_annotations.h"
 
 namespace stoker {
 
-/// Lock-free counters shared by the workers and the consumer.
+/// Lock-free counters shared by the workers and the consumer, and the digest of the rows
+/// delivered (under its own lock).
 class Stats {
  public:
   using Clock = std::chrono::steady_clock;
@@ -33,10 +34,10 @@ class Stats {
   void SetPruned(int64_t row_groups) { pruned_.store(row_groups, std::memory_order_relaxed); }
   void AddWait(Clock::duration elapsed);
   /// Counts a delivered batch and folds its rows' hash into the running digest.
-  void AddDelivered(int64_t rows, uint64_t rows_hash);
+  void AddDelivered(int64_t rows, uint64_t rows_hash) EXCLUDES(digest_mutex_);
   /// Continues the running digest from a saved one (resume); false if `hex` is malformed.
-  bool RestoreDigest(const std::string& hex);
-  StatsSnapshot Snapshot() const;
+  bool RestoreDigest(const std::string& hex) EXCLUDES(digest_mutex_);
+  StatsSnapshot Snapshot() const EXCLUDES(digest_mutex_);
 
  private:
   std::atomic<int64_t> rows_{0}, batches_{0}, units_read_{0}, bytes_read_{0};
@@ -46,8 +47,8 @@ class Stats {
   std::atomic<int64_t> cache_hits_{0}, cache_misses_{0}, cache_bytes_read_{0},
       cache_bytes_written_{0}, cache_evictions_{0}, cache_corrupt_{0};
   std::shared_ptr<std::atomic<int64_t>> retries_ = std::make_shared<std::atomic<int64_t>>(0);
-  mutable std::mutex digest_mutex_;
-  Digest delivered_;
+  mutable Mutex digest_mutex_;
+  Digest delivered_ GUARDED_BY(digest_mutex_);
 };
 
 }  // namespace stoker

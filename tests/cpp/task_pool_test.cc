@@ -1,0 +1,172 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "exec/task_pool.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace stoker {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A latch a task can wait on, opened by the test: holds a worker busy until the test is ready.
+class Gate {
+ public:
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    opened_.wait(lock, [this] { return open_; });
+  }
+  void Open() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      open_ = true;
+    }
+    opened_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable opened_;
+  bool open_ = false;
+};
+
+// Counts finished tasks; Await() returns once `n` have finished (false after a generous
+// deadline, so a lost task fails the test instead of hanging it).
+class Counter {
+ public:
+  void Add() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++count_;
+    }
+    changed_.notify_all();
+  }
+  bool Await(int n) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, 30s, [&] { return count_ >= n; });
+  }
+  int count() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return count_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  int count_ = 0;
+};
+
+TEST(TaskPoolTest, RunsEverythingSubmitted) {
+  constexpr int kTasks = 1000;
+  TaskPool pool(4);
+  Counter done;
+  std::vector<std::atomic<int>> runs(kTasks);
+  for (int i = 0; i < kTasks; ++i) {
+    ASSERT_TRUE(pool.Submit(
+                        [&, i] {
+                          runs[i].fetch_add(1);
+                          done.Add();
+                        },
+                        /*urgent=*/i % 3 == 0)
+                    .ok());
+  }
+  ASSERT_TRUE(done.Await(kTasks));
+  pool.Shutdown();
+  for (int i = 0; i < kTasks; ++i) EXPECT_EQ(runs[i].load(), 1) << "task " << i;
+}
+
+TEST(TaskPoolTest, UrgentTasksRunFirstEachQueueInOrder) {
+  TaskPool pool(1);
+  Gate gate;
+  Counter started;
+  ASSERT_TRUE(pool.Submit(
+                      [&] {
+                        started.Add();
+                        gate.Wait();
+                      },
+                      /*urgent=*/false)
+                  .ok());
+  ASSERT_TRUE(started.Await(1));  // the only worker is busy: everything below queues
+
+  std::mutex order_mutex;
+  std::vector<std::string> order;
+  Counter done;
+  auto record = [&](std::string name) {
+    return [&, name] {
+      {
+        std::lock_guard<std::mutex> lock(order_mutex);
+        order.push_back(name);
+      }
+      done.Add();
+    };
+  };
+  ASSERT_TRUE(pool.Submit(record("normal 1"), /*urgent=*/false).ok());
+  ASSERT_TRUE(pool.Submit(record("urgent 1"), /*urgent=*/true).ok());
+  ASSERT_TRUE(pool.Submit(record("normal 2"), /*urgent=*/false).ok());
+  ASSERT_TRUE(pool.Submit(record("urgent 2"), /*urgent=*/true).ok());
+  gate.Open();
+  ASSERT_TRUE(done.Await(4));
+  EXPECT_EQ(order, (std::vector<std::string>{"urgent 1", "urgent 2", "normal 1", "normal 2"}));
+}
+
+TEST(TaskPoolTest, ShutdownJoinsRunningTasks) {
+  TaskPool pool(2);
+  Counter started;
+  std::atomic<bool> finished{false};
+  ASSERT_TRUE(pool.Submit(
+                      [&] {
+                        started.Add();
+                        std::this_thread::sleep_for(200ms);
+                        finished = true;
+                      },
+                      /*urgent=*/false)
+                  .ok());
+  ASSERT_TRUE(started.Await(1));
+  pool.Shutdown();
+  EXPECT_TRUE(finished.load()) << "Shutdown returned before a running task finished";
+}
+
+TEST(TaskPoolTest, ShutdownDropsQueuedTasks) {
+  TaskPool pool(1);
+  Gate gate;
+  Counter started;
+  ASSERT_TRUE(pool.Submit(
+                      [&] {
+                        started.Add();
+                        gate.Wait();
+                      },
+                      /*urgent=*/false)
+                  .ok());
+  ASSERT_TRUE(started.Await(1));
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 10; ++i) {
+    ASSERT_TRUE(pool.Submit([&] { ran.fetch_add(1); }, /*urgent=*/i % 2 == 0).ok());
+  }
+  std::thread stopper([&] { pool.Shutdown(); });
+  // Shutdown has dropped the queue once the pool refuses new tasks (one critical section).
+  while (pool.Submit([] {}, /*urgent=*/false).ok()) std::this_thread::sleep_for(1ms);
+  gate.Open();
+  stopper.join();
+  EXPECT_EQ(ran.load(), 0);
+}
+
+TEST(TaskPoolTest, SubmitAfterShutdownIsReported) {
+  TaskPool pool(2);
+  pool.Shutdown();
+  pool.Shutdown();  // idempotent
+  bool ran = false;
+  const auto status = pool.Submit([&] { ran = true; }, /*urgent=*/true);
+  EXPECT_TRUE(status.IsCancelled()) << status.ToString();
+  EXPECT_TRUE(pool.Submit([&] { ran = true; }, /*urgent=*/false).IsCancelled());
+  EXPECT_FALSE(ran);
+}
+
+}  // namespace
+}  // namespace stoker
