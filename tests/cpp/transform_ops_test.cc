@@ -15,6 +15,7 @@
 
 #include "stoker/error.h"
 #include "test_data.h"
+#include "transform/ops/registry.h"
 #include "transform/transform_spec.h"
 #include "util/digest.h"
 
@@ -458,6 +459,20 @@ TEST(TransformOpsTest, KindNamesRoundTrip) {
   EXPECT_EQ(unknown.status().message(),
             "unknown transform op 'explode'; the ops are cast, fill_null, clip, log1p, "
             "standardize, bucketize, hash, vocabulary, stack, rename, drop, pad, ragged");
+}
+
+// Python's shape checks read the registry: every kind once, in order, its column key first.
+TEST(TransformOpsTest, RegistryListsEveryKindInOrderWithItsColumnKeyFirst) {
+  const auto ops = AllOps();
+  ASSERT_EQ(ops.size(), 13u);
+  for (size_t k = 0; k < ops.size(); ++k) {
+    EXPECT_EQ(ops[k]->kind, static_cast<TransformKind>(k));
+    EXPECT_EQ(FindOp(ops[k]->kind), ops[k]);
+    ASSERT_FALSE(ops[k]->params.empty());
+    const std::string first = ops[k]->params[0].key;
+    EXPECT_EQ(first, ops[k]->TakesColumnList() ? "columns" : "column") << ops[k]->name;
+    EXPECT_TRUE(ops[k]->params[0].required) << ops[k]->name;
+  }
 }
 
 // A spec using every op: its canonical form and digest are golden (disk caches and Flight
