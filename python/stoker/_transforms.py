@@ -8,23 +8,14 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-# op -> (required keys, optional keys with defaults)
-_OPS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
-    "cast": (("column", "dtype"), {}),
-    "fill_null": (("column", "value"), {}),
-    "clip": (("column",), {"min": -math.inf, "max": math.inf}),
-    "log1p": (("column",), {}),
-    "standardize": (("column", "mean", "std"), {}),
-    "bucketize": (("column", "boundaries"), {}),
-    "hash": (("column", "num_buckets"), {}),
-    "vocabulary": (("column", "path"), {"default": 0}),
-    "stack": (("columns", "output"), {"dtype": "float32"}),
-    "rename": (("column", "to"), {}),
-    "drop": (("columns",), {}),
-    "pad": (("column", "length"), {"value": 0}),
-    "ragged": (("column",), {}),
-}
+from stoker import _core
 
+# op -> {"required": keys, "optional": keys, "singular": {key: list key it stands for}}, from
+# the engine's op descriptors (src/transform/ops/), in their order.
+_OPS: dict[str, dict[str, Any]] = {op["name"]: op for op in _core.transform_ops()}
+
+# Every key of the dict the engine reads, with the value it gets when a spec leaves the key out:
+# TransformOp's defaults, which the ops read as "not given" (a stack's empty dtype is float32).
 _DEFAULTS = {"columns": [], "output": "", "dtype": "", "value": 0.0, "min": -math.inf,
              "max": math.inf, "mean": 0.0, "std": 1.0, "boundaries": [], "num_buckets": 0,
              "path": "", "default": 0, "length": 0}
@@ -58,10 +49,11 @@ def normalize(transforms: Sequence[dict[str, Any]] | None) -> list[dict[str, Any
         if name not in _OPS:
             raise ValueError(f"transform {i}: unknown op {name!r}; the ops are "
                              f"{', '.join(_OPS)}")
-        required, optional = _OPS[name]
+        required, optional = _OPS[name]["required"], _OPS[name]["optional"]
         spec = dict(spec)
-        if name == "drop" and "column" in spec and "columns" not in spec:
-            spec["columns"] = [spec.pop("column")]
+        for one, many in _OPS[name]["singular"].items():
+            if one in spec and many not in spec:
+                spec[many] = [spec.pop(one)]
         allowed = {"op", *required, *optional}
         unknown = sorted(set(spec) - allowed)
         if unknown:
@@ -70,7 +62,6 @@ def normalize(transforms: Sequence[dict[str, Any]] | None) -> list[dict[str, Any
         missing = [key for key in required if key not in spec]
         if missing:
             raise ValueError(f"{label}: missing {', '.join(missing)}")
-        spec = {**optional, **spec}
         op = dict(_DEFAULTS, op=name)
         if "column" in spec:
             if not isinstance(spec["column"], str):

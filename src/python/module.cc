@@ -454,8 +454,11 @@ std::string StreamConfig(const PyLoader& loader) {
 
 }  // namespace
 
+void BindTransformOps(nb::module_& m);  // transform_ops.cc
+
 NB_MODULE(_core, m) {
   m.doc() = "Stoker's C++ engine (use the stoker package, not this module)";
+  BindTransformOps(m);
 
   nb::class_<Epoch>(m, "Epoch")
       .def("next", &Epoch::Next, "The next batch, or None after the last one.")

@@ -2,59 +2,71 @@
 #pragma once
 
 #include <arrow/array.h>
+#include <arrow/compute/exec.h>
+#include <arrow/datum.h>
 #include <arrow/result.h>
 
 #include <memory>
 #include <string>
-#include <unordered_map>
+#include <string_view>
 #include <vector>
 
 namespace stoker {
 
-/// The array functions behind the transform ops that Arrow's compute functions do not
-/// already provide. Each keeps nulls as nulls unless documented otherwise.
+/// The array functions more than one transform op applies with (an op's own kernel lives in
+/// its file under ops/). Each keeps nulls as nulls.
 
-/// Stable 64-bit hash of a string id: SplitMix64's finalizer over FNV-1a 64 of its bytes.
-uint64_t HashBytes(const uint8_t* data, int64_t length);
-/// Stable 64-bit hash of an integer id (its int64 value): SplitMix64's finalizer.
-uint64_t HashInteger(int64_t value);
+/// `values` as `type` (the array itself when it has that type). A safe cast makes overflow and
+/// truncation errors; an unsafe one wraps (integer ids).
+arrow::Result<std::shared_ptr<arrow::Array>> CastArray(const std::shared_ptr<arrow::Array>& values,
+                                                       const std::shared_ptr<arrow::DataType>& type,
+                                                       arrow::compute::ExecContext* exec,
+                                                       bool safe = true);
 
-/// int32 bucket i such that boundaries[i-1] <= x < boundaries[i] (numeric input).
-arrow::Result<std::shared_ptr<arrow::Array>> Bucketize(const arrow::Array& values,
-                                                       const std::vector<double>& boundaries,
-                                                       arrow::MemoryPool* pool);
+/// Arrow compute function `function` on `args`, its result as an array.
+arrow::Result<std::shared_ptr<arrow::Array>> CallArrayFunction(
+    const std::string& function, const std::vector<arrow::Datum>& args,
+    const arrow::compute::FunctionOptions* options, arrow::compute::ExecContext* exec);
 
-/// int64 hash bucket in [0, num_buckets) of string/binary or integer ids.
-arrow::Result<std::shared_ptr<arrow::Array>> HashIds(const arrow::Array& ids, int64_t num_buckets,
-                                                     arrow::MemoryPool* pool);
+namespace kernels_internal {
+/// A zeroed buffer of `length` int64 values.
+arrow::Result<std::shared_ptr<arrow::Buffer>> ZeroedInt64s(int64_t length, arrow::MemoryPool* pool);
+/// An int64 array over `values` with the validity of `like`.
+arrow::Result<std::shared_ptr<arrow::Array>> Int64WithValidityOf(
+    const arrow::Array& like, std::shared_ptr<arrow::Buffer> values, arrow::MemoryPool* pool);
+}  // namespace kernels_internal
 
-/// A vocabulary: token -> id, for string ids or for integer ids.
-struct Vocabulary {
-  std::unordered_map<std::string, int64_t> by_text;
-  std::unordered_map<int64_t, int64_t> by_integer;
-  bool integer_keys = false;
-  /// Digest of the file's bytes (names the vocabulary in the canonical spec).
-  std::string digest;
-};
-
-/// Reads a vocabulary file (one token per line; line i, from 0, has id i). With
-/// integer_keys every line must be an integer. Duplicate tokens are errors.
-arrow::Result<std::shared_ptr<Vocabulary>> LoadVocabulary(const std::string& path,
-                                                          bool integer_keys);
-
-/// int64 ids of string/binary or integer tokens; unknown tokens get default_id.
-arrow::Result<std::shared_ptr<arrow::Array>> LookupVocabulary(const arrow::Array& ids,
-                                                              const Vocabulary& vocabulary,
-                                                              int64_t default_id,
-                                                              arrow::MemoryPool* pool);
-
-/// Interleaves same-typed scalar columns into one fixed_size_list[n] column (row-major).
-arrow::Result<std::shared_ptr<arrow::Array>> Stack(const arrow::ArrayVector& columns,
-                                                   arrow::MemoryPool* pool);
-
-/// A variable-length list column as fixed_size_list[length] (longer lists truncated, shorter
-/// ones filled with `pad`; a null list is all pad) and the int32 count of real values.
-arrow::Result<std::pair<std::shared_ptr<arrow::Array>, std::shared_ptr<arrow::Array>>> PadLists(
-    const arrow::Array& lists, int64_t length, double pad, arrow::MemoryPool* pool);
+/// An int64 per string/binary or integer id (hash buckets, vocabulary ids), nulls kept:
+/// text(std::string_view) for each valid string; integer(int64_t) for every integer id, cast to
+/// int64 without overflow checks (uint64 ids wrap).
+template <typename Text, typename Integer>
+arrow::Result<std::shared_ptr<arrow::Array>> MapIds(const std::shared_ptr<arrow::Array>& ids,
+                                                    Text text, Integer integer,
+                                                    arrow::compute::ExecContext* exec) {
+  arrow::MemoryPool* pool = exec->memory_pool();
+  ARROW_ASSIGN_OR_RAISE(auto values, kernels_internal::ZeroedInt64s(ids->length(), pool));
+  auto* out = reinterpret_cast<int64_t*>(values->mutable_data());
+  auto each_text = [&](const auto& a) {
+    for (int64_t i = 0; i < a.length(); ++i) {
+      if (a.IsValid(i)) out[i] = text(a.GetView(i));
+    }
+  };
+  switch (ids->type_id()) {
+    case arrow::Type::LARGE_STRING:
+    case arrow::Type::LARGE_BINARY:
+      each_text(static_cast<const arrow::LargeBinaryArray&>(*ids));
+      break;
+    case arrow::Type::STRING:
+    case arrow::Type::BINARY:
+      each_text(static_cast<const arrow::BinaryArray&>(*ids));
+      break;
+    default: {
+      ARROW_ASSIGN_OR_RAISE(auto ints, CastArray(ids, arrow::int64(), exec, /*safe=*/false));
+      const auto& x = static_cast<const arrow::Int64Array&>(*ints);
+      for (int64_t i = 0; i < x.length(); ++i) out[i] = integer(x.Value(i));
+    }
+  }
+  return kernels_internal::Int64WithValidityOf(*ids, std::move(values), pool);
+}
 
 }  // namespace stoker

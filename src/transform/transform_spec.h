@@ -5,8 +5,6 @@
 #include <arrow/result.h>
 #include <arrow/type.h>
 
-#include <cstdint>
-#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,6 +12,8 @@
 #include "stoker/transform_options.h"
 
 namespace stoker {
+
+class CompiledOp;
 
 /// A validated transform spec: the ops, compiled against the schema they will see.
 ///
@@ -42,10 +42,13 @@ class TransformSpec {
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Apply(
       const std::shared_ptr<arrow::RecordBatch>& batch, arrow::MemoryPool* pool) const;
 
-  struct CompiledOp;  // an op with its resolved types and loaded vocabulary
-
  private:
-  std::vector<std::shared_ptr<const CompiledOp>> ops_;
+  // An op compiled against the columns it meets, and its place in errors: "transform 3 (log1p)".
+  struct Step {
+    std::string label;
+    std::shared_ptr<const CompiledOp> op;
+  };
+  std::vector<Step> steps_;
   std::shared_ptr<arrow::Schema> input_schema_;
   std::shared_ptr<arrow::Schema> output_schema_;
   std::vector<std::string> ragged_;
