@@ -34,6 +34,10 @@ class StatusError : public std::exception {
   arrow::Status status_;
 };
 
+/// The annotation of every bound call that can block: the GIL is released while the C++ runs
+/// (arguments are converted before, the result after, with the GIL held).
+using ReleaseGil = nb::call_guard<nb::gil_scoped_release>;
+
 inline void ThrowIfError(const arrow::Status& status) {
   if (!status.ok()) throw StatusError(status);
 }

@@ -23,8 +23,6 @@ namespace {
 // between waits.
 constexpr std::chrono::milliseconds kSignalPollInterval{100};
 
-using guard = nb::call_guard<nb::gil_scoped_release>;
-
 // Shows the disk cache's warning (writes turned off), once, as a Python RuntimeWarning.
 void WarnAboutCache(const Loader& loader) {
   const std::string warning = loader.TakeCacheWarning();
@@ -131,21 +129,21 @@ PyLoader::PyLoader(LoaderOptions options, const std::string& output)
 
 void BindLoader(nb::module_& m) {
   nb::class_<Epoch>(m, "Epoch")
-      .def("wait_ready", &Epoch::WaitReady, guard(),
+      .def("wait_ready", &Epoch::WaitReady, ReleaseGil(),
            "Waits up to 100 ms; True once next() would not block.")
       .def("next", &Epoch::Next, "The next batch, or None after the last one.")
-      .def("close", &Epoch::Close, guard(), "Stop the workers now.")
+      .def("close", &Epoch::Close, ReleaseGil(), "Stop the workers now.")
       .def("num_batches", &Epoch::NumBatches);
 
   nb::class_<PyLoader>(m, "Loader")
       .def(nb::init<LoaderOptions, const std::string&>(), nb::arg("options"), nb::arg("output"),
-           guard())
+           ReleaseGil())
       .def("warn_about_cache", [](const PyLoader& self) { WarnAboutCache(*self.engine()); })
       .def("num_batches", [](const PyLoader& self) { return self.engine()->num_batches(); })
       .def("schema_capsule",
            [](const PyLoader& self) { return SchemaCapsule(*self.engine()->schema()); })
       .def("start_epoch", &StartEpoch, nb::arg("epoch"), nb::arg("resumed"),
-           nb::rv_policy::take_ownership, guard())
+           nb::rv_policy::take_ownership, ReleaseGil())
       .def(
           "restore_digest",
           [](const PyLoader& self, const std::string& hex) {

@@ -20,8 +20,6 @@ namespace stoker::python {
 
 namespace {
 
-using guard = nb::call_guard<nb::gil_scoped_release>;
-
 // A Flight server over a loader; serve() blocks until shutdown() or SIGINT/SIGTERM.
 class PyServer {
  public:
@@ -80,11 +78,11 @@ nb::dict DecodeTicketBytes(nb::bytes text) {
 void BindServe(nb::module_& m) {
   nb::class_<PyServer>(m, "Server")
       .def(nb::init<const PyLoader&, ServeOptions>(), nb::arg("loader"), nb::arg("options"),
-           guard())
+           ReleaseGil())
       .def_prop_ro("port", &PyServer::Port)
       .def("config", &PyServer::Config)
-      .def("serve", &PyServer::Serve, guard())
-      .def("shutdown", &PyServer::Shutdown, guard());
+      .def("serve", &PyServer::Serve, ReleaseGil())
+      .def("shutdown", &PyServer::Shutdown, ReleaseGil());
 
   const Loader::StreamSpec defaults;
   m.def("encode_ticket", &EncodeTicketBytes, nb::arg("config"), nb::kw_only(), nb::arg("epoch"),
