@@ -152,3 +152,10 @@ def test_ticket_codec_round_trips_in_the_documented_format() -> None:
         "shards": 2, "shard": 1, "chunk": 16, "first": 5}
     with pytest.raises(ValueError, match="unknown field 'path'"):
         _core.decode_ticket(b"stoker1;path=/etc")
+
+
+def test_remote_loader_checks_rank_before_connecting() -> None:
+    with pytest.raises(ValueError, match=r"rank must satisfy 0 <= rank < world_size \(2\)"):
+        stoker.RemoteLoader(["grpc://127.0.0.1:1"], rank=2, world_size=2)
+    with pytest.raises(ValueError, match="output must be"):
+        stoker.RemoteLoader(["grpc://127.0.0.1:1"], output="pandas")
