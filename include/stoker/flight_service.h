@@ -4,6 +4,7 @@
 #include <arrow/result.h>
 #include <arrow/status.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -26,6 +27,9 @@ struct ServeOptions {
   int max_streams = 16;
   /// Batches per chunk when several servers share a plan (chunks are dealt round robin).
   int64_t chunk_batches = 16;
+
+  /// Checks ranges and that TLS has both halves; the message names the option.
+  arrow::Status Validate() const;
 };
 
 /// An Arrow Flight server streaming a Loader's batches (DESIGN.md, "Serve"). The loader fixes
@@ -55,5 +59,10 @@ class FlightService {
 /// rounds: the dataset fingerprint and the options that shape the plan and the columns.
 /// A ticket carries it; a server refuses tickets made for another configuration.
 std::string StreamConfigDigest(const Loader& loader);
+
+/// What a server over `loader` advertises (JSON, docs/serve.md): the config digest, the
+/// dataset's identity, the options that shape its batches, and `chunk_batches` as "chunk".
+/// Clients and local loaders alike take their resume identity from it.
+std::string StreamConfigJson(const Loader& loader, int64_t chunk_batches);
 
 }  // namespace stoker

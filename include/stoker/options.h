@@ -3,6 +3,7 @@
 
 #include <arrow/compute/expression.h>
 #include <arrow/memory_pool.h>
+#include <arrow/result.h>
 #include <arrow/status.h>
 
 #include <cstdint>
@@ -24,6 +25,11 @@ enum class CachePolicy {
   kFill,
 };
 
+/// The name options spell a cache policy with: "lru" or "fill".
+const char* CachePolicyName(CachePolicy policy);
+/// The policy called `name`; otherwise an error naming the option and the allowed values.
+arrow::Result<CachePolicy> ParseCachePolicy(const std::string& name);
+
 /// What kind of batch the consumer receives; decides which column types are allowed.
 enum class OutputKind {
   /// Fixed-width numbers, bool and fixed-size lists of numbers, no nulls (numpy, torch).
@@ -36,6 +42,9 @@ enum class OutputKind {
 inline constexpr int64_t kDefaultShuffleWindowRows = 262144;
 /// Default for LoaderOptions::prefetch when it is 0: finished batches per worker thread.
 inline constexpr int kDefaultPrefetchPerThread = 2;
+
+/// Checks that `rank` is one of `world_size` (>= 1) ranks; the message names the option.
+arrow::Status ValidateRank(int rank, int world_size);
 
 /// Everything that configures a Loader. Plain data; Validate() checks it.
 struct LoaderOptions {
@@ -88,7 +97,8 @@ struct LoaderOptions {
   /// build can pass a pinned-memory pool). nullptr means ResolvedMemoryPool()'s choice.
   arrow::MemoryPool* memory_pool = nullptr;
 
-  /// Checks ranges and required fields; the message names the option.
+  /// Checks ranges, required fields and the storage options: the one place they are checked
+  /// (the Python binding only converts types). The message names the option.
   arrow::Status Validate() const;
 
   /// num_threads with 0 resolved.

@@ -1,8 +1,10 @@
-"""The public Loader: keyword-only options mirrored onto the C++ engine's LoaderOptions."""
+"""The public Loader: keyword-only options mirrored onto the C++ engine's LoaderOptions
+(converted in _options.py), epochs read by the engine and counted by the shared cursor."""
 
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import queue
 import threading
@@ -13,9 +15,11 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stoker import _core, _state, _storage, _transforms
+from stoker import _core, _cursor, _options, _state
 
-_OUTPUTS = ("numpy", "torch", "arrow")
+# Batches the batch_transform thread keeps ready when prefetch is None.
+_TRANSFORMED_AHEAD = 2
+_DEFAULTS = _options.LOADER_DEFAULTS
 
 # Epochs still running; closed at interpreter exit so no worker outlives the interpreter.
 _live_epochs: weakref.WeakSet[_EpochIterator] = weakref.WeakSet()
@@ -47,50 +51,17 @@ class _CapsuleBatch:
         return self._capsules
 
 
-def _sources(source: Any) -> list[str]:
-    items = source if isinstance(source, (list, tuple)) else [source]
-    if not items:
-        raise ValueError("source: the list of files is empty")
-    out = []
-    for item in items:
-        if not isinstance(item, (str, os.PathLike)):
-            raise TypeError(f"source must be a path, a glob or a list of them, got {item!r}")
-        out.append(os.fspath(item))
-    return out
-
-
-def _int_option(name: str, value: Any, *, minimum: int, allow_none: bool = False) -> int:
-    if value is None and allow_none:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return value
-
-
-class _Progress:
-    """Where the current epoch stands: what a checkpoint taken now must say."""
-
-    def __init__(self, epoch: int, rounds: list[list[int]]) -> None:
-        self.epoch = epoch
-        self.rounds = rounds  # stretches consumed before this run of the epoch
-        self.rows = 0  # rows delivered by this run of the epoch
-        self.finished = False
-
-
-class _EpochIterator:
-    """Iterates one epoch; closing it (or dropping it) stops the workers.
+class _EpochIterator(_cursor.EpochIterator):
+    """Iterates one epoch of the engine; closing it (or dropping it) stops the workers.
 
     With a batch_transform, a background thread pulls batches from the engine and applies
     it, at most `prefetch` batches ahead, so the training thread only dequeues."""
 
-    def __init__(self, epoch: Any, output: str, progress: _Progress,
+    def __init__(self, epoch: Any, output: str, progress: _cursor.Progress,
                  batch_transform: Callable[[Any], Any] | None, prefetch: int) -> None:
+        super().__init__(progress, epoch.num_batches())
         self._epoch = epoch
         self._output = output
-        self._progress = progress
-        self._len = epoch.num_batches()
         self._transform = batch_transform
         self._queue: queue.Queue | None = None
         self._stop = threading.Event()
@@ -101,15 +72,10 @@ class _EpochIterator:
             self._thread.start()
         _live_epochs.add(self)
 
-    def __iter__(self) -> _EpochIterator:
-        return self
-
-    def __len__(self) -> int:
-        """Batches of this epoch (after a resume: the batches left)."""
-        return self._len
-
-    def _pull(self) -> tuple[int, Any] | None:
+    def _engine_batch(self) -> tuple[int, Any] | None:
         """The engine's next batch as (rows, batch); None at the end."""
+        while not self._epoch.wait_ready():  # the GIL is free while it waits; Ctrl-C between
+            pass
         batch = self._epoch.next()
         if batch is None:
             return None
@@ -121,7 +87,7 @@ class _EpochIterator:
     def _pump(self) -> None:
         try:
             while not self._stop.is_set():
-                item = self._pull()
+                item = self._engine_batch()
                 if item is not None:
                     item = (item[0], self._transform(item[1]))
                 while not self._stop.is_set():
@@ -135,25 +101,16 @@ class _EpochIterator:
         except BaseException as error:  # noqa: BLE001 (handed to the consumer, raised there)
             self._queue.put(("error", error))
 
-    def __next__(self) -> Any:
-        if self._epoch is None:
-            raise StopIteration
+    def _pull(self) -> tuple[int, Any] | None:
         if self._queue is None:
-            item = self._pull()
-        else:
-            kind, item = self._queue.get()
-            if kind == "error":
-                self.close()
-                raise item
-        if item is None:
-            self._progress.finished = True
+            return self._engine_batch()
+        kind, item = self._queue.get()
+        if kind == "error":
             self.close()
-            raise StopIteration
-        rows, batch = item
-        self._progress.rows += rows
-        return batch
+            raise item
+        return item
 
-    def close(self) -> None:
+    def _release(self) -> None:
         self._stop.set()
         epoch, self._epoch = self._epoch, None
         if self._queue is not None and self._thread is not threading.current_thread():
@@ -169,7 +126,7 @@ class _EpochIterator:
         self.close()
 
 
-class Loader:
+class Loader(_cursor.EpochLoader):
     """Reads a Parquet dataset as exact, deterministic, shuffled batches.
 
     Each ``iter(loader)`` is one epoch; epochs count up from 0 unless ``set_epoch`` says
@@ -217,87 +174,33 @@ class Loader:
         *,
         columns: Sequence[str] | None = None,
         batch_size: int,
-        shuffle: bool = True,
-        seed: int = 0,
-        shuffle_window: int | None = None,
-        rank: int = 0,
-        world_size: int = 1,
-        drop_last: bool = False,
-        num_threads: int | None = None,
-        prefetch: int | None = None,
+        shuffle: bool = _DEFAULTS.shuffle,
+        seed: int = _DEFAULTS.seed,
+        shuffle_window: int | None = _DEFAULTS.shuffle_window,
+        rank: int = _DEFAULTS.rank,
+        world_size: int = _DEFAULTS.world_size,
+        drop_last: bool = _DEFAULTS.drop_last,
+        num_threads: int | None = _DEFAULTS.num_threads,
+        prefetch: int | None = _DEFAULTS.prefetch,
         output: str = "numpy",
         transforms: Sequence[dict[str, Any]] | None = None,
         filter: pc.Expression | None = None,
         batch_transform: Callable[[Any], Any] | None = None,
         storage_options: dict[str, Any] | None = None,
         cache_dir: str | os.PathLike | None = None,
-        cache_limit_bytes: int = 0,
-        cache_policy: str = "lru",
+        cache_limit_bytes: int = _DEFAULTS.cache_limit_bytes,
+        cache_policy: str = _DEFAULTS.cache_policy,
     ) -> None:
-        if output not in _OUTPUTS:
-            raise ValueError(f"output must be one of {', '.join(map(repr, _OUTPUTS))}, "
-                             f"got {output!r}")
-        if output == "torch":
-            try:
-                import torch  # noqa: F401
-            except ImportError as e:
-                raise ImportError('output="torch" needs PyTorch: pip install torch') from e
-        if columns is not None and (isinstance(columns, str) or
-                                    not all(isinstance(c, str) for c in columns)):
-            raise TypeError(f"columns must be a list of column names, got {columns!r}")
-        world_size = _int_option("world_size", world_size, minimum=1)
-        rank = _int_option("rank", rank, minimum=0)
-        if rank >= world_size:
-            raise ValueError(f"rank must be < world_size ({world_size}), got {rank}")
-        if filter is not None and not isinstance(filter, pc.Expression):
-            raise TypeError(f"filter must be a pyarrow.compute expression such as "
-                            f"pc.field('label') > 0, got {filter!r}")
-        if cache_policy not in ("lru", "fill"):
-            raise ValueError(f"cache_policy must be 'lru' or 'fill', got {cache_policy!r}")
-        if batch_transform is not None and not callable(batch_transform):
-            raise TypeError(f"batch_transform must be callable, got {batch_transform!r}")
-        self._output = output
-        self._batch_transform = batch_transform
-        self._prefetch = prefetch or 2
-        self._rank, self._world_size = rank, world_size
-        self._epoch = 0  # the epoch the next iter() reads
-        self._pending_rounds: list[list[int]] = []  # its consumed stretches, after a resume
-        self._progress: _Progress | None = None
-        self._core = _core.Loader(
-            sources=_sources(source),
-            columns=list(columns or []),
-            batch_size=_int_option("batch_size", batch_size, minimum=1),
-            shuffle=bool(shuffle),
-            seed=_int_option("seed", seed, minimum=0),
-            shuffle_window=_int_option("shuffle_window", shuffle_window, minimum=1,
-                                       allow_none=True),
-            rank=rank,
-            world_size=world_size,
-            drop_last=bool(drop_last),
-            num_threads=_int_option("num_threads", num_threads, minimum=1, allow_none=True),
-            prefetch=_int_option("prefetch", prefetch, minimum=1, allow_none=True),
-            output=output,
-            transforms=_transforms.normalize(transforms),
-            filter=None if filter is None else filter.__reduce__()[1][0].to_pybytes(),
-            storage=_storage.normalize(storage_options),
-            cache_dir="" if cache_dir is None else os.fspath(cache_dir),
-            cache_limit_bytes=_int_option("cache_limit_bytes", cache_limit_bytes, minimum=0),
-            cache_policy=cache_policy,
-        )
+        # The keyword arguments are named after LoaderOptions' fields and go there by name.
+        options = _options.loader_options(source, storage_options, locals())
+        _check_python_options(output, batch_transform)
+        self._core = _core.Loader(options, output)  # validates, reads every footer
+        self._core.warn_about_cache()
+        self._output, self._batch_transform = output, batch_transform
+        self._transformed_ahead = prefetch or _TRANSFORMED_AHEAD
         self._schema = pa.schema(_CapsuleSchema(self._core.schema_capsule()))
-        dataset = self._core.dataset()
-        self._identity = {
-            "dataset_fingerprint": dataset["fingerprint"],
-            "files": len(dataset["files"]),
-            "rows": dataset["rows"],
-            "seed": seed,
-            "shuffle": bool(shuffle),
-            "shuffle_window": dataset["shuffle_window"] if shuffle else None,
-            "batch_size": batch_size,
-            "drop_last": bool(drop_last),
-            "columns_digest": _state.columns_digest(self._schema.names),
-            "filter_digest": dataset["filter_digest"],
-        }
+        identity = _state.identity(json.loads(self._core.config()))
+        self._cursor = _cursor.EpochCursor(identity, options.rank, options.world_size)
 
     @property
     def schema(self) -> pa.Schema:
@@ -308,42 +211,16 @@ class Loader:
         """Batches per epoch for this rank."""
         return self._core.num_batches()
 
-    def set_epoch(self, epoch: int) -> None:
-        """Makes the next ``iter()`` read ``epoch`` from its start (later ones count up)."""
-        self._epoch = _int_option("epoch", epoch, minimum=0)
-        self._pending_rounds = []
-        self._progress = None
+    def _read_epoch(self, progress: _cursor.Progress) -> Iterator[Any]:
+        stream = self._core.start_epoch(progress.epoch, [tuple(r) for r in progress.rounds])
+        return _EpochIterator(stream, self._output, progress, self._batch_transform,
+                              self._transformed_ahead)
 
-    def __iter__(self) -> Iterator[Any]:
-        epoch, rounds = self._epoch, self._pending_rounds
-        self._epoch, self._pending_rounds = epoch + 1, []
-        stream = self._core.start_epoch(epoch, [tuple(r) for r in rounds])
-        self._progress = _Progress(epoch, rounds)
-        return _EpochIterator(stream, self._output, self._progress, self._batch_transform,
-                              self._prefetch)
+    def _delivered_digest(self) -> str:
+        return self._core.stats()["delivered_digest"]
 
-    def state_dict(self) -> dict[str, Any]:
-        """Where this rank stands, as a small JSON-serializable dict: the epoch, the rows each
-        rank consumed in it (per world size), and what identifies the dataset and options.
-        Take it between batches; ``load_state_dict`` continues with exactly the batches the
-        uninterrupted run would have produced next. See docs/determinism.md."""
-        epoch, rounds = _state.position(self._progress, self._epoch, self._pending_rounds,
-                                        self._world_size)
-        return _state.make_state(epoch=epoch, rounds=rounds, rank=self._rank,
-                                 world_size=self._world_size, identity=self._identity,
-                                 delivered_digest=self._core.stats()["delivered_digest"])
-
-    def load_state_dict(self, state: dict[str, Any], *, strict: bool = True) -> None:
-        """Resumes from ``state_dict()`` of this rank or of any rank of a lock-stepped job,
-        with any world size: the next ``iter()`` reads the rest of the saved epoch, split
-        evenly among this job's ranks. A state from another dataset, seed, shuffle setting,
-        shuffle window, batch size, drop_last or column set raises ValueError saying what
-        differs; ``strict=False`` loads it anyway with a warning."""
-        epoch, rounds = _state.check_state(state, self._identity, strict=strict)
-        self._epoch, self._pending_rounds, self._progress = epoch, rounds, None
-        if (state.get("delivered_digest") and state.get("world_size") == self._world_size
-                and state.get("rank") == self._rank):
-            self._core.restore_digest(state["delivered_digest"])
+    def _restore_digest(self, digest: str) -> None:
+        self._core.restore_digest(digest)
 
     def stats(self) -> dict[str, Any]:
         """Counters over the loader's life: rows, batches, bytes_read, units_read, the
@@ -355,3 +232,16 @@ class Loader:
     def dataset_info(self) -> dict[str, Any]:
         """Files, rows, row groups and the fingerprint of the resolved dataset."""
         return self._core.dataset()
+
+
+def _check_python_options(output: str, batch_transform: Any) -> None:
+    """The options the engine never sees: torch must be importable for output="torch"; a
+    batch_transform must be callable."""
+    _core.check_output(output)
+    if output == "torch":
+        try:
+            import torch  # noqa: F401
+        except ImportError as e:
+            raise ImportError('output="torch" needs PyTorch: pip install torch') from e
+    if batch_transform is not None and not callable(batch_transform):
+        raise TypeError(f"batch_transform must be callable, got {batch_transform!r}")

@@ -10,28 +10,20 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 from pyarrow import flight
 
-from stoker import _state
+from stoker import _core, _cursor, _state
 
 _RETRYABLE = (flight.FlightUnavailableError, flight.FlightTimedOutError,
               flight.FlightInternalError, ConnectionError)
 
-
-def ticket(config: str, *, epoch: int, rank: int, world_size: int, rounds: list[list[int]],
-           shards: int = 1, shard: int = 0, chunk: int = 1, first: int = 0) -> bytes:
-    """The ticket naming a stream (the format docs/serve.md documents)."""
-    text = ";".join([
-        "stoker1", f"config={config}", f"epoch={epoch}", f"rank={rank}", f"world={world_size}",
-        "rounds=" + ",".join(f"{w}:{c}" for w, c in rounds),
-        f"shards={shards}", f"shard={shard}", f"chunk={chunk}", f"first={first}"])
-    return text.encode()
+# The ticket naming a stream (the format docs/serve.md documents), as the servers read it:
+# ticket(config, *, epoch, rank, world_size, rounds, shards=1, shard=0, chunk=1, first=0).
+ticket = _core.encode_ticket
 
 
 class _Server:
@@ -48,109 +40,105 @@ class _Server:
     def read(self, ticket_bytes: bytes) -> flight.FlightStreamReader:
         return self.client.do_get(flight.Ticket(ticket_bytes), self.options)
 
-
-def _columns(batch: pa.RecordBatch, ragged: set[str], output: str) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for name, column in zip(batch.schema.names, batch.columns):
-        if column.null_count:
-            raise ValueError(f"column '{name}' has null values; numpy/torch output cannot hold "
-                             "nulls: use output='arrow' or a fill_null transform")
-        if name in ragged:
-            offsets = column.offsets.to_numpy()
-            out[name] = column.values.slice(offsets[0], offsets[-1] - offsets[0]).to_numpy()
-            out[name + "_offsets"] = (offsets - offsets[0]).astype(np.int64)
-            continue
-        shape = [len(column)]
-        values = column
-        while pa.types.is_fixed_size_list(values.type):
-            shape.append(values.type.list_size)
-            values = values.flatten()
-        array = values.to_numpy(zero_copy_only=False).reshape(shape)
-        out[name] = array
-    if output == "torch":
-        import torch
-
-        with warnings.catch_warnings():
-            # Arrays over received IPC buffers are flagged read-only; the buffers belong to
-            # this batch alone, so sharing them with torch without a copy is safe.
-            warnings.filterwarnings("ignore", "The given NumPy array is not writable")
-            return {k: torch.from_numpy(v) for k, v in out.items()}
-    return out
+    def config(self) -> dict:
+        try:
+            return self.action("config")
+        except flight.FlightUnauthenticatedError as error:
+            raise PermissionError(f"server {self.location}: {error}") from error
+        except flight.FlightUnavailableError as error:
+            raise ConnectionError(f"server {self.location} is unreachable: {error}") from error
 
 
-class _RemoteEpoch:
-    def __init__(self, loader: RemoteLoader, epoch: int, rounds: list[list[int]],
-                 progress: Any) -> None:
-        self._loader = loader
-        self._epoch, self._rounds, self._progress = epoch, rounds, progress
-        self._len = loader._plan_batches(epoch, rounds)
+class _Servers:
+    """The servers of one configuration: where each batch of a stream comes from, and how
+    long a failed one is reconnected to."""
+
+    def __init__(self, locations: Sequence[str], *, token: str | None,
+                 tls_root_certs: bytes | None, reconnect_timeout: float) -> None:
+        headers = [(b"authorization", f"Bearer {token}".encode())] if token else []
+        self.servers = [_Server(s, headers, tls_root_certs) for s in locations]
+        configs = [server.config() for server in self.servers]
+        for server, config in zip(self.servers, configs):
+            if config["config"] != configs[0]["config"]:
+                raise ValueError(f"server {server.location} serves another configuration than "
+                                 f"{self.servers[0].location} (dataset or options differ)")
+        self.config = configs[0]
+        self.chunk = int(self.config["chunk"])
+        self.reconnect_timeout = reconnect_timeout
+
+    def ticket(self, stream: dict[str, Any], **share: int) -> bytes:
+        """The ticket for `stream` (epoch, rank, world_size, rounds), or a share of it."""
+        return ticket(self.config["config"], **stream, **share)
+
+    def plan_batches(self, stream: dict[str, Any]) -> int:
+        return int(self.servers[0].action("plan", self.ticket(stream))["plan_batches"])
+
+    def server_of(self, batch: int) -> int:
+        """Which server serves batch `batch` of a stream (chunks are dealt round robin)."""
+        return (batch // self.chunk) % len(self.servers)
+
+    def open(self, k: int, stream: dict[str, Any], first: int) -> flight.FlightStreamReader:
+        """Server k's share of `stream`, from batch `first` on."""
+        return self.servers[k].read(self.ticket(stream, shards=len(self.servers), shard=k,
+                                                chunk=self.chunk, first=first))
+
+
+class _RemoteEpoch(_cursor.EpochIterator):
+    """One epoch read from the servers' streams side by side, in plan order; a server that
+    fails is reconnected to and asked for its share from the next batch needed."""
+
+    def __init__(self, servers: _Servers, stream: dict[str, Any], progress: _cursor.Progress,
+                 convert: Callable[[pa.RecordBatch], Any], stats: dict[str, Any]) -> None:
+        super().__init__(progress, servers.plan_batches(stream))
+        self._servers, self._stream = servers, stream
+        self._convert, self._stats = convert, stats
         self._next = 0
         self._readers: dict[int, flight.FlightStreamReader] = {}
 
-    def __iter__(self) -> _RemoteEpoch:
-        return self
-
-    def __len__(self) -> int:
-        return self._len
-
-    def _open(self, k: int, first: int) -> flight.FlightStreamReader:
-        loader = self._loader
-        return loader._servers[k].read(ticket(
-            loader._config["config"], epoch=self._epoch, rank=loader._rank,
-            world_size=loader._world_size, rounds=self._rounds, shards=len(loader._servers),
-            shard=k, chunk=loader._chunk, first=first))
-
     def _read(self, k: int, b: int) -> pa.RecordBatch:
-        loader = self._loader
-        deadline = time.monotonic() + loader._reconnect_timeout
+        deadline = time.monotonic() + self._servers.reconnect_timeout
         delay = 0.1
+        location = self._servers.servers[k].location
         while True:
             try:
                 if k not in self._readers:
-                    self._readers[k] = self._open(k, b)
+                    self._readers[k] = self._servers.open(k, self._stream, b)
                 return self._readers[k].read_chunk().data
             except _RETRYABLE as error:
                 self._readers.pop(k, None)
                 if time.monotonic() > deadline:
                     raise ConnectionError(
-                        f"server {loader._servers[k].location} did not answer for "
-                        f"{loader._reconnect_timeout:g} s (batch {b} of epoch {self._epoch}): "
-                        f"{error}") from error
-                loader._stats["reconnects"] += 1
+                        f"server {location} did not answer for "
+                        f"{self._servers.reconnect_timeout:g} s (batch {b} of epoch "
+                        f"{self._stream['epoch']}): {error}") from error
+                self._stats["reconnects"] += 1
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
             except StopIteration:
-                raise ConnectionError(f"server {loader._servers[k].location} ended its stream "
+                raise ConnectionError(f"server {location} ended its stream "
                                       f"before batch {b}") from None
 
-    def __next__(self) -> Any:
-        if self._next >= self._len:
-            self._progress.finished = True
-            self.close()
-            raise StopIteration
+    def _pull(self) -> tuple[int, Any] | None:
+        if self._next >= len(self):
+            return None
         b = self._next
-        k = (b // self._loader._chunk) % len(self._loader._servers)
         started = time.perf_counter()
-        batch = self._read(k, b)
-        stats = self._loader._stats
-        stats["wait_seconds"] += time.perf_counter() - started
-        stats["rows"] += batch.num_rows
-        stats["batches"] += 1
-        stats["bytes_received"] += batch.nbytes
+        batch = self._read(self._servers.server_of(b), b)
+        self._stats["wait_seconds"] += time.perf_counter() - started
+        self._stats["rows"] += batch.num_rows
+        self._stats["batches"] += 1
+        self._stats["bytes_received"] += batch.nbytes
         self._next += 1
-        self._progress.rows += batch.num_rows
-        if self._loader._output == "arrow":
-            return batch
-        return _columns(batch, self._loader._ragged, self._loader._output)
+        return batch.num_rows, self._convert(batch)
 
-    def close(self) -> None:
+    def _release(self) -> None:
         for reader in self._readers.values():
             with contextlib.suppress(flight.FlightError, OSError):  # the server may be gone
                 reader.cancel()
         self._readers.clear()
 
 
-class RemoteLoader:
+class RemoteLoader(_cursor.EpochLoader):
     """The Loader API over `stoker serve` servers: same iteration, ``len``, ``set_epoch``,
     ``state_dict``/``load_state_dict`` and ``stats()``, and bit-identical batches to a local
     ``stoker.Loader`` with the same options, however many servers serve it.
@@ -177,95 +165,57 @@ class RemoteLoader:
             servers = [servers]
         if not servers:
             raise ValueError("servers: give at least one grpc://host:port")
-        if output not in ("numpy", "torch", "arrow"):
-            raise ValueError(f"output must be 'numpy', 'torch' or 'arrow', got {output!r}")
-        if not 0 <= rank < world_size:
-            raise ValueError(f"rank must satisfy 0 <= rank < world_size, got {rank} of "
-                             f"{world_size}")
-        headers = [(b"authorization", f"Bearer {token}".encode())] if token else []
+        _core.check_output(output)
+        _core.validate_rank(rank, world_size)
         if isinstance(tls_root_certs, str):
             tls_root_certs = tls_root_certs.encode()
-        self._servers = [_Server(s, headers, tls_root_certs) for s in servers]
-        configs = []
-        for server in self._servers:
-            try:
-                configs.append(server.action("config"))
-            except flight.FlightUnauthenticatedError as error:
-                raise PermissionError(f"server {server.location}: {error}") from error
-            except flight.FlightUnavailableError as error:
-                raise ConnectionError(f"server {server.location} is unreachable: {error}") \
-                    from error
-        self._config = configs[0]
-        for server, config in zip(self._servers, configs):
-            if config["config"] != self._config["config"]:
-                raise ValueError(f"server {server.location} serves another configuration than "
-                                 f"{self._servers[0].location} (dataset or options differ)")
-        wanted = {"batch_size": batch_size, "seed": seed, "shuffle": shuffle,
-                  "shuffle_window": shuffle_window, "drop_last": drop_last,
-                  "columns": list(columns) if columns is not None else None}
-        differences = [f"{key}: asked {value!r}, served {self._config[key]!r}"
-                       for key, value in wanted.items()
-                       if value is not None and value != self._config[key]]
-        if differences:
-            raise ValueError("the servers were started with other options: " +
-                             "; ".join(differences))
-        self._rank, self._world_size = rank, world_size
+        self._servers = _Servers(servers, token=token, tls_root_certs=tls_root_certs,
+                                 reconnect_timeout=reconnect_timeout)
+        _check_served_options(self._servers, {
+            "batch_size": batch_size, "seed": seed, "shuffle": shuffle,
+            "shuffle_window": shuffle_window, "drop_last": drop_last,
+            "columns": list(columns) if columns is not None else None})
         self._output = output
-        self._chunk = int(self._config["chunk"])
-        self._ragged = set(self._config.get("ragged", []))
-        self._reconnect_timeout = reconnect_timeout
-        self._epoch = 0
-        self._pending_rounds: list[list[int]] = []
-        self._progress = None
+        self._ragged = list(self._servers.config.get("ragged", []))
         self._stats = {"rows": 0, "batches": 0, "bytes_received": 0, "wait_seconds": 0.0,
                        "reconnects": 0}
-        self._identity = {
-            "dataset_fingerprint": self._config["dataset_fingerprint"],
-            "files": self._config["files"], "rows": self._config["rows"],
-            "seed": self._config["seed"], "shuffle": self._config["shuffle"],
-            "shuffle_window": self._config["shuffle_window"],
-            "batch_size": self._config["batch_size"], "drop_last": self._config["drop_last"],
-            "columns_digest": _state.columns_digest(self._config["columns"]),
-            "filter_digest": self._config["filter_digest"],
-        }
+        self._cursor = _cursor.EpochCursor(_state.identity(self._servers.config), rank,
+                                           world_size)
 
-    def _plan_batches(self, epoch: int, rounds: list[list[int]]) -> int:
-        body = ticket(self._config["config"], epoch=epoch, rank=self._rank,
-                      world_size=self._world_size, rounds=rounds)
-        return int(self._servers[0].action("plan", body)["plan_batches"])
+    def _stream(self, epoch: int, rounds: list[list[int]]) -> dict[str, Any]:
+        return {"epoch": epoch, "rank": self._cursor.rank,
+                "world_size": self._cursor.world_size, "rounds": rounds}
+
+    def _convert(self, batch: pa.RecordBatch) -> Any:
+        """A received batch as this loader delivers it: the engine's own tensor conversion."""
+        if self._output == "arrow":
+            return batch
+        return _core.to_tensors(batch, self._output, self._ragged)
+
+    def _read_epoch(self, progress: _cursor.Progress) -> Iterator[Any]:
+        return _RemoteEpoch(self._servers, self._stream(progress.epoch, progress.rounds),
+                            progress, self._convert, self._stats)
 
     @property
     def schema(self) -> pa.Schema:
-        info = self._servers[0].client.get_flight_info(
-            flight.FlightDescriptor.for_command(b"stoker"), self._servers[0].options)
+        server = self._servers.servers[0]
+        info = server.client.get_flight_info(flight.FlightDescriptor.for_command(b"stoker"),
+                                             server.options)
         return info.schema
 
     def __len__(self) -> int:
-        return self._plan_batches(0, [])
-
-    def set_epoch(self, epoch: int) -> None:
-        self._epoch, self._pending_rounds, self._progress = epoch, [], None
-
-    def __iter__(self) -> Iterator[Any]:
-        from stoker._loader import _Progress
-
-        epoch, rounds = self._epoch, self._pending_rounds
-        self._epoch, self._pending_rounds = epoch + 1, []
-        self._progress = _Progress(epoch, rounds)
-        return _RemoteEpoch(self, epoch, rounds, self._progress)
-
-    def state_dict(self) -> dict[str, Any]:
-        """As Loader.state_dict(); a local Loader can load it too, and vice versa."""
-        epoch, rounds = _state.position(self._progress, self._epoch, self._pending_rounds,
-                                        self._world_size)
-        return _state.make_state(epoch=epoch, rounds=rounds, rank=self._rank,
-                                 world_size=self._world_size, identity=self._identity,
-                                 delivered_digest="")
-
-    def load_state_dict(self, state: dict[str, Any], *, strict: bool = True) -> None:
-        epoch, rounds = _state.check_state(state, self._identity, strict=strict)
-        self._epoch, self._pending_rounds, self._progress = epoch, rounds, None
+        return self._servers.plan_batches(self._stream(0, []))
 
     def stats(self) -> dict[str, Any]:
         """rows, batches, bytes_received, wait_seconds (the data stall) and reconnects."""
         return dict(self._stats)
+
+
+def _check_served_options(servers: _Servers, wanted: dict[str, Any]) -> None:
+    """Raises ValueError naming each option asked for that the servers do not serve."""
+    differences = [f"{key}: asked {value!r}, served {servers.config[key]!r}"
+                   for key, value in wanted.items()
+                   if value is not None and value != servers.config[key]]
+    if differences:
+        raise ValueError("the servers were started with other options: " +
+                         "; ".join(differences))

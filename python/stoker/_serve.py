@@ -12,20 +12,22 @@ def serve(source: str, *, host: str, port: int, token_file: str | None,
           tls_cert: str | None, tls_key: str | None, max_streams: int, chunk_batches: int,
           loader_options: dict[str, Any], transforms_file: str | None) -> int:
     import stoker
-    from stoker import _core
+    from stoker import _core, _options
 
     token = Path(token_file).read_text().strip() if token_file else ""
     if token_file and not token:
         raise ValueError(f"token file '{token_file}' is empty")
-    if bool(tls_cert) != bool(tls_key):
-        raise ValueError("TLS needs both --tls-cert and --tls-key")
+    options = _core.ServeOptions()
+    _options.assign(options, {
+        "host": host, "port": port, "token": token, "max_streams": max_streams,
+        "chunk_batches": chunk_batches,
+        "tls_cert_pem": Path(tls_cert).read_text() if tls_cert else "",
+        "tls_key_pem": Path(tls_key).read_text() if tls_key else ""})
+    options.validate()  # before the loader reads the dataset
     transforms = json.loads(Path(transforms_file).read_text()) if transforms_file else None
     # The server delivers Arrow batches of any type; trainers convert them to tensors.
     loader = stoker.Loader(source, output="arrow", transforms=transforms, **loader_options)
-    server = _core.Server(loader._core, host=host, port=port, token=token,
-                          tls_cert=Path(tls_cert).read_text() if tls_cert else "",
-                          tls_key=Path(tls_key).read_text() if tls_key else "",
-                          max_streams=max_streams, chunk_batches=chunk_batches)
+    server = _core.Server(loader._core, options)
     scheme = "grpc+tls" if tls_cert else "grpc"
     print(f"stoker serve: listening on {scheme}://{host}:{server.port} "
           f"({loader.dataset_info()['rows']:,} rows, {len(loader)} batches per epoch for one "

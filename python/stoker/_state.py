@@ -14,6 +14,23 @@ def columns_digest(names: list[str]) -> str:
     return hashlib.sha256("\x00".join(names).encode()).hexdigest()[:32]
 
 
+def identity(config: dict[str, Any]) -> dict[str, Any]:
+    """What a saved state must match, from a loader's configuration: the JSON a server
+    advertises, which a local loader reports too (docs/serve.md)."""
+    return {
+        "dataset_fingerprint": config["dataset_fingerprint"],
+        "files": config["files"],
+        "rows": config["rows"],
+        "seed": config["seed"],
+        "shuffle": config["shuffle"],
+        "shuffle_window": config["shuffle_window"],
+        "batch_size": config["batch_size"],
+        "drop_last": config["drop_last"],
+        "columns_digest": columns_digest(config["columns"]),
+        "filter_digest": config["filter_digest"],
+    }
+
+
 def merge_round(rounds: list[list[int]], world_size: int, rows: int) -> list[list[int]]:
     """Appends a stretch of `rows` per rank at `world_size`. Consecutive stretches at one
     world size add up (the plan treats (N, a) then (N, b) as (N, a + b))."""
@@ -94,5 +111,5 @@ def check_state(state: Any, identity: dict[str, Any], *, strict: bool) -> tuple[
                    "no longer guaranteed to be exactly the rows the saved run had left")
         if strict:
             raise ValueError(message)
-        warnings.warn(message, stacklevel=3)
+        warnings.warn(message, stacklevel=4)  # the caller of load_state_dict
     return epoch, [list(r) for r in rounds]

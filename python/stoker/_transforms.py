@@ -3,7 +3,6 @@ which validates it against the dataset's columns and types (docs/transforms.md).
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from typing import Any
@@ -13,13 +12,6 @@ from stoker import _core
 # op -> {"required": keys, "optional": keys, "singular": {key: list key it stands for}}, from
 # the engine's op descriptors (src/transform/ops/), in their order.
 _OPS: dict[str, dict[str, Any]] = {op["name"]: op for op in _core.transform_ops()}
-
-# Every key of the dict the engine reads, with the value it gets when a spec leaves the key out:
-# TransformOp's defaults, which the ops read as "not given" (a stack's empty dtype is float32).
-_DEFAULTS = {"columns": [], "output": "", "dtype": "", "value": 0.0, "min": -math.inf,
-             "max": math.inf, "mean": 0.0, "std": 1.0, "boundaries": [], "num_buckets": 0,
-             "path": "", "default": 0, "length": 0}
-
 
 def _number(label: str, key: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -62,7 +54,8 @@ def normalize(transforms: Sequence[dict[str, Any]] | None) -> list[dict[str, Any
         missing = [key for key in required if key not in spec]
         if missing:
             raise ValueError(f"{label}: missing {', '.join(missing)}")
-        op = dict(_DEFAULTS, op=name)
+        # Keys left out keep TransformOp's defaults (the engine fills them in).
+        op = {"op": name}
         if "column" in spec:
             if not isinstance(spec["column"], str):
                 raise TypeError(f"{label}: column must be a column name, got {spec['column']!r}")

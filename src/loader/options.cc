@@ -6,13 +6,18 @@
 
 namespace stoker {
 
-arrow::Status LoaderOptions::Validate() const {
-  if (sources.empty()) {
-    return arrow::Status::Invalid("source: no file, directory or glob was given");
+const char* CachePolicyName(CachePolicy policy) {
+  return policy == CachePolicy::kFill ? "fill" : "lru";
+}
+
+arrow::Result<CachePolicy> ParseCachePolicy(const std::string& name) {
+  for (CachePolicy policy : {CachePolicy::kLru, CachePolicy::kFill}) {
+    if (name == CachePolicyName(policy)) return policy;
   }
-  if (batch_size < 1) {
-    return arrow::Status::Invalid("batch_size must be >= 1, got ", batch_size);
-  }
+  return arrow::Status::Invalid("cache_policy must be 'lru' or 'fill', got '", name, "'");
+}
+
+arrow::Status ValidateRank(int rank, int world_size) {
   if (world_size < 1) {
     return arrow::Status::Invalid("world_size must be >= 1, got ", world_size);
   }
@@ -20,6 +25,40 @@ arrow::Status LoaderOptions::Validate() const {
     return arrow::Status::Invalid("rank must satisfy 0 <= rank < world_size (", world_size,
                                   "), got ", rank);
   }
+  return arrow::Status::OK();
+}
+
+namespace {
+
+arrow::Status ValidateStorage(const StorageOptions& storage) {
+  if (storage.scheme != "" && storage.scheme != "http" && storage.scheme != "https") {
+    return arrow::Status::Invalid("storage scheme must be 'http' or 'https', got '", storage.scheme,
+                                  "'");
+  }
+  if (storage.max_attempts < 1) {
+    return arrow::Status::Invalid("storage max_attempts must be >= 1, got ", storage.max_attempts);
+  }
+  if (storage.connect_timeout < 0 || storage.request_timeout < 0) {
+    return arrow::Status::Invalid("storage connect_timeout and request_timeout must be >= 0 ",
+                                  "seconds (0: the SDK's default), got ", storage.connect_timeout,
+                                  " and ", storage.request_timeout);
+  }
+  if (storage.io_threads < 0) {
+    return arrow::Status::Invalid("storage io_threads must be >= 1, got ", storage.io_threads);
+  }
+  return arrow::Status::OK();
+}
+
+}  // namespace
+
+arrow::Status LoaderOptions::Validate() const {
+  if (sources.empty()) {
+    return arrow::Status::Invalid("source: no file, directory or glob was given");
+  }
+  if (batch_size < 1) {
+    return arrow::Status::Invalid("batch_size must be >= 1, got ", batch_size);
+  }
+  ARROW_RETURN_NOT_OK(ValidateRank(rank, world_size));
   if (shuffle_window < 0) {
     return arrow::Status::Invalid("shuffle_window must be >= 1 row, got ", shuffle_window);
   }
@@ -35,12 +74,7 @@ arrow::Status LoaderOptions::Validate() const {
     return arrow::Status::Invalid("cache_limit_bytes must be >= 0 (0: no limit), got ",
                                   cache_limit_bytes);
   }
-  if (storage.max_attempts < 1) {
-    return arrow::Status::Invalid("storage max_attempts must be >= 1, got ", storage.max_attempts);
-  }
-  if (storage.io_threads < 0) {
-    return arrow::Status::Invalid("storage io_threads must be >= 1, got ", storage.io_threads);
-  }
+  ARROW_RETURN_NOT_OK(ValidateStorage(storage));
   for (size_t i = 0; i < columns.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (columns[i] == columns[j]) {

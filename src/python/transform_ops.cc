@@ -5,9 +5,10 @@
 
 #include <nanobind/nanobind.h>
 
+#include "binding.h"
 #include "transform/ops/registry.h"
 
-namespace nb = nanobind;
+namespace stoker::python {
 
 void BindTransformOps(nb::module_& m) {
   m.def(
@@ -34,3 +35,5 @@ void BindTransformOps(nb::module_& m) {
       "Every transform op in order: {'name', 'required' and 'optional' keys of its spec dict, "
       "'singular': {key accepted instead of a list key: that list key}}.");
 }
+
+}  // namespace stoker::python

@@ -5,14 +5,14 @@
 #include <arrow/record_batch.h>
 
 #include <csignal>
-#include <cstdio>
-#include <map>
 #include <sstream>
 
 #include "manifest/manifest.h"
 #include "plan/plan.h"
+#include "serve/ticket.h"
 #include "transform/transform_spec.h"
 #include "util/digest.h"
+#include "util/json.h"
 
 namespace stoker {
 
@@ -33,89 +33,33 @@ std::string StreamConfigDigest(const Loader& loader) {
   return digest.Hex();
 }
 
-namespace {
-
-std::string JsonString(const std::string& s) {
-  std::ostringstream out;
-  out << '"';
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out << '\\' << c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out << buf;
-    } else {
-      out << c;
+std::string StreamConfigJson(const Loader& loader, int64_t chunk_batches) {
+  const auto& o = loader.options();
+  auto strings = [](const std::vector<std::string>& values) {
+    std::string out = "[";
+    for (const auto& value : values) {
+      if (out.size() > 1) out += ',';
+      AppendJsonString(value, &out);
     }
-  }
-  out << '"';
-  return out.str();
-}
-
-// A ticket: "stoker1;config=<hex>;epoch=E;rank=R;world=W;rounds=W1:C1,W2:C2;shards=K;
-// shard=k;chunk=C;first=B" (docs/serve.md). Unknown or malformed fields are errors.
-arrow::Result<std::pair<std::string, Loader::StreamSpec>> ParseTicket(const std::string& text) {
-  std::map<std::string, std::string> fields;
-  std::stringstream in(text);
-  std::string part;
-  bool first = true;
-  while (std::getline(in, part, ';')) {
-    if (first) {
-      if (part != "stoker1") return arrow::Status::Invalid("not a stoker1 ticket");
-      first = false;
-      continue;
-    }
-    const auto eq = part.find('=');
-    if (eq == std::string::npos) return arrow::Status::Invalid("malformed field '", part, "'");
-    fields[part.substr(0, eq)] = part.substr(eq + 1);
-  }
-  if (first) return arrow::Status::Invalid("empty ticket");
-  auto integer = [&](const char* key, int64_t fallback) -> arrow::Result<int64_t> {
-    auto it = fields.find(key);
-    if (it == fields.end()) return fallback;
-    try {
-      size_t used = 0;
-      const int64_t value = std::stoll(it->second, &used);
-      if (used != it->second.size()) throw std::invalid_argument(key);
-      return value;
-    } catch (const std::exception&) {
-      return arrow::Status::Invalid("field '", key, "' is not an integer: '", it->second, "'");
-    }
+    return out + "]";
   };
-  Loader::StreamSpec spec;
-  ARROW_ASSIGN_OR_RAISE(spec.epoch, integer("epoch", 0));
-  ARROW_ASSIGN_OR_RAISE(int64_t rank, integer("rank", 0));
-  ARROW_ASSIGN_OR_RAISE(int64_t world, integer("world", 1));
-  spec.rank = static_cast<int>(rank);
-  spec.world_size = static_cast<int>(world);
-  ARROW_ASSIGN_OR_RAISE(spec.shards, integer("shards", 1));
-  ARROW_ASSIGN_OR_RAISE(spec.shard, integer("shard", 0));
-  ARROW_ASSIGN_OR_RAISE(spec.chunk, integer("chunk", 1));
-  ARROW_ASSIGN_OR_RAISE(spec.first_batch, integer("first", 0));
-  if (auto it = fields.find("rounds"); it != fields.end() && !it->second.empty()) {
-    std::stringstream rounds(it->second);
-    std::string round;
-    while (std::getline(rounds, round, ',')) {
-      const auto colon = round.find(':');
-      try {
-        if (colon == std::string::npos) throw std::invalid_argument(round);
-        spec.resumed.push_back(
-            {std::stoi(round.substr(0, colon)), std::stoll(round.substr(colon + 1))});
-      } catch (const std::exception&) {
-        return arrow::Status::Invalid("field 'rounds' is not W:C,W:C,...: '", it->second, "'");
-      }
-    }
-  }
-  for (const auto& [key, value] : fields) {
-    static const char* kKnown[] = {"config", "epoch", "rank",  "world", "rounds",
-                                   "shards", "shard", "chunk", "first"};
-    bool known = false;
-    for (const char* k : kKnown) known = known || key == k;
-    if (!known) return arrow::Status::Invalid("unknown field '", key, "'");
-  }
-  return std::make_pair(fields["config"], spec);
+  std::ostringstream json;
+  json << "{\"stoker\":1,\"config\":" << JsonString(StreamConfigDigest(loader))
+       << ",\"dataset_fingerprint\":" << JsonString(loader.manifest().fingerprint())
+       << ",\"files\":" << loader.manifest().files().size() << ",\"rows\":" << loader.num_rows()
+       << ",\"batch_size\":" << o.batch_size << ",\"seed\":" << o.seed
+       << ",\"shuffle\":" << (o.shuffle ? "true" : "false")
+       << ",\"shuffle_window\":" << (o.shuffle ? std::to_string(o.ResolvedShuffleWindow()) : "null")
+       << ",\"drop_last\":" << (o.drop_last ? "true" : "false")
+       << ",\"columns\":" << strings(loader.schema()->field_names())
+       << ",\"ragged\":" << strings(loader.ragged_columns())
+       << ",\"transform_digest\":" << JsonString(loader.transforms().digest())
+       << ",\"filter_digest\":" << JsonString(loader.filter_digest())
+       << ",\"chunk\":" << chunk_batches << "}";
+  return json.str();
 }
+
+namespace {
 
 // Adapts a BatchStream to the RecordBatchReader Flight streams, and frees a stream slot
 // when Flight is done with it (end of stream, or the client went away).
@@ -143,35 +87,8 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
   StokerFlightServer(std::shared_ptr<Loader> loader, ServeOptions options)
       : loader_(std::move(loader)),
         options_(std::move(options)),
-        config_digest_(StreamConfigDigest(*loader_)) {
-    const auto& o = loader_->options();
-    std::ostringstream json;
-    json << "{\"stoker\":1,\"config\":" << JsonString(config_digest_)
-         << ",\"dataset_fingerprint\":" << JsonString(loader_->manifest().fingerprint())
-         << ",\"files\":" << loader_->manifest().files().size()
-         << ",\"rows\":" << loader_->num_rows() << ",\"batch_size\":" << o.batch_size
-         << ",\"seed\":" << o.seed << ",\"shuffle\":" << (o.shuffle ? "true" : "false")
-         << ",\"shuffle_window\":";
-    if (o.shuffle) {
-      json << o.ResolvedShuffleWindow();
-    } else {
-      json << "null";
-    }
-    json << ",\"drop_last\":" << (o.drop_last ? "true" : "false") << ",\"columns\":[";
-    const auto& fields = loader_->schema()->fields();
-    for (size_t i = 0; i < fields.size(); ++i) {
-      json << (i == 0 ? "" : ",") << JsonString(fields[i]->name());
-    }
-    json << "],\"ragged\":[";
-    const auto& ragged = loader_->ragged_columns();
-    for (size_t i = 0; i < ragged.size(); ++i) {
-      json << (i == 0 ? "" : ",") << JsonString(ragged[i]);
-    }
-    json << "],\"transform_digest\":" << JsonString(loader_->transforms().digest())
-         << ",\"filter_digest\":" << JsonString(loader_->filter_digest())
-         << ",\"chunk\":" << options_.chunk_batches << "}";
-    config_json_ = json.str();
-  }
+        config_digest_(StreamConfigDigest(*loader_)),
+        config_json_(StreamConfigJson(*loader_, options_.chunk_batches)) {}
 
   arrow::Status Start() {
     flight::Location location;
@@ -276,17 +193,17 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
   }
 
   arrow::Result<Loader::StreamSpec> CheckedTicket(const std::string& ticket) const {
-    auto parsed = ParseTicket(ticket);
+    auto parsed = DecodeTicket(ticket);
     if (!parsed.ok()) {
       return arrow::Status::Invalid("bad ticket: ", parsed.status().message(),
                                     " (see docs/serve.md for the format)");
     }
-    if (parsed->first != config_digest_) {
-      return arrow::Status::Invalid("the ticket is for configuration '", parsed->first,
+    if (parsed->config != config_digest_) {
+      return arrow::Status::Invalid("the ticket is for configuration '", parsed->config,
                                     "' but this server serves '", config_digest_,
                                     "' (another dataset, or other loader options)");
     }
-    return parsed->second;
+    return parsed->stream;
   }
 
   arrow::Result<flight::FlightInfo> Info() const {
@@ -304,17 +221,22 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
 
 }  // namespace
 
-arrow::Result<std::unique_ptr<FlightService>> FlightService::Make(std::shared_ptr<Loader> loader,
-                                                                  ServeOptions options) {
-  if (options.max_streams < 1) {
-    return arrow::Status::Invalid("max_streams must be >= 1, got ", options.max_streams);
+arrow::Status ServeOptions::Validate() const {
+  if (max_streams < 1) {
+    return arrow::Status::Invalid("max_streams must be >= 1, got ", max_streams);
   }
-  if (options.chunk_batches < 1) {
-    return arrow::Status::Invalid("chunk_batches must be >= 1, got ", options.chunk_batches);
+  if (chunk_batches < 1) {
+    return arrow::Status::Invalid("chunk_batches must be >= 1, got ", chunk_batches);
   }
-  if (options.tls_cert_pem.empty() != options.tls_key_pem.empty()) {
+  if (tls_cert_pem.empty() != tls_key_pem.empty()) {
     return arrow::Status::Invalid("TLS needs both a certificate and a key");
   }
+  return arrow::Status::OK();
+}
+
+arrow::Result<std::unique_ptr<FlightService>> FlightService::Make(std::shared_ptr<Loader> loader,
+                                                                  ServeOptions options) {
+  ARROW_RETURN_NOT_OK(options.Validate());
   auto server = std::make_unique<StokerFlightServer>(std::move(loader), std::move(options));
   ARROW_RETURN_NOT_OK(server->Start());
   return server;

@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <type_traits>
 
+#include "util/json.h"
+
 namespace stoker {
 
 void CanonicalWriter::Begin(const char* op) {
@@ -15,20 +17,7 @@ void CanonicalWriter::End() { out_ += "}"; }
 
 void CanonicalWriter::Key(const char* key) { out_ += std::string(",\"") + key + "\":"; }
 
-void CanonicalWriter::String(const std::string& s) {
-  out_ += '"';
-  for (char c : s) {
-    if (c == '"' || c == '\\') out_ += '\\';
-    if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out_ += buf;
-    } else {
-      out_ += c;
-    }
-  }
-  out_ += '"';
-}
+void CanonicalWriter::String(const std::string& s) { AppendJsonString(s, &out_); }
 
 void CanonicalWriter::Number(double v) {
   if (std::isinf(v)) {

@@ -1,0 +1,117 @@
+"""Keyword arguments into the engine's option structs (``_core.LoaderOptions`` and friends,
+bound from C++ in src/python/options.cc). Only type conversion and error mapping happen here:
+the defaults are the C++ structs', and their ``Validate()`` is the one place ranges are
+checked."""
+
+from __future__ import annotations
+
+import os
+import pickle
+from typing import Any
+
+import pyarrow.compute as pc
+
+from stoker import _core, _transforms
+
+# An options object as C++ default-constructs it: the source of every default in the
+# Python signatures.
+LOADER_DEFAULTS = _core.LoaderOptions()
+
+
+def assign(target: Any, values: dict[str, Any], *, label: str = "") -> None:
+    """Sets each value on the bound options object ``target``; a value of the wrong type is a
+    TypeError naming the option and the type it takes."""
+    for name, value in values.items():
+        current = getattr(target, name)
+        wrong = isinstance(value, bool) and not isinstance(current, bool)  # True is no count
+        try:
+            if not wrong:
+                setattr(target, name, value)
+        except TypeError:
+            wrong = True
+        if wrong:
+            kind = "int or None" if current is None else type(current).__name__
+            wanted = f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
+            raise TypeError(f"{label}{name} must be {wanted}, got {value!r}") from None
+
+
+def storage(options: dict[str, Any] | None) -> Any:
+    """``_core.StorageOptions`` from a Loader's ``storage_options`` dict: the keys given are
+    set, the others keep the C++ defaults; an unknown key or a value of the wrong type names
+    the key."""
+    storage = _core.StorageOptions()
+    if options is None:
+        return storage
+    if not isinstance(options, dict):
+        raise TypeError(f"storage_options must be a dict, got {options!r}")
+    unknown = sorted(set(options) - set(storage.fields))
+    if unknown:
+        raise ValueError(f"storage_options: unknown key(s) {', '.join(unknown)}; it takes "
+                         f"{', '.join(storage.fields)}")
+    assign(storage, options, label="storage_options: ")
+    return storage
+
+
+def _sources(source: Any) -> list[str]:
+    items = source if isinstance(source, (list, tuple)) else [source]
+    for item in items:
+        if not isinstance(item, (str, os.PathLike)):
+            raise TypeError(f"source must be a path, a glob or a list of them, got {item!r}")
+    return [os.fspath(item) for item in items]
+
+
+def _columns(columns: Any) -> list[str]:
+    if columns is None:
+        return []
+    if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
+        raise TypeError(f"columns must be a list of column names, got {columns!r}")
+    return list(columns)
+
+
+def serialize_filter(expression: Any) -> bytes | None:
+    """A ``pyarrow.compute`` expression in Arrow's own serialized form, the one the engine
+    reads (``arrow::compute::Deserialize``) and digests. Taken through pickle's public
+    out-of-band buffer protocol (PEP 574), the only public route to it: Substrait, pyarrow's
+    other public form, needs the dataset's schema before the engine has read it, refuses
+    safe casts and rewrites ``isin``, which would change what filters do and their digests."""
+    if expression is None:
+        return None
+    if not isinstance(expression, pc.Expression):
+        raise TypeError(f"filter must be a pyarrow.compute expression such as "
+                        f"pc.field('label') > 0, got {expression!r}")
+    buffers: list[pickle.PickleBuffer] = []
+    pickle.dumps(expression, protocol=5, buffer_callback=buffers.append)
+    if len(buffers) != 1:
+        raise RuntimeError("this pyarrow pickles expressions in a form Stoker does not know; "
+                           "use the pyarrow version Stoker was built with")
+    return bytes(buffers[0].raw())
+
+
+# Loader arguments that need converting before the engine takes them; the others go as they
+# are, into the LoaderOptions field of the same name.
+_CONVERT = {
+    "columns": _columns,
+    "shuffle": bool,
+    "drop_last": bool,
+    "transforms": lambda ops: [_core.TransformOp.from_dict(op)
+                               for op in _transforms.normalize(ops)],
+    "filter": serialize_filter,
+    "cache_dir": lambda path: None if path is None else os.fspath(path),
+}
+
+
+def loader_options(source: Any, storage_options: dict[str, Any] | None,
+                   arguments: dict[str, Any]) -> Any:
+    """``_core.LoaderOptions`` from a Loader's arguments: ``source`` and ``storage_options``,
+    and ``arguments`` by name (those that are not LoaderOptions fields are left alone)."""
+    options = _core.LoaderOptions()
+    options.sources = _sources(source)
+    options.storage = storage(storage_options)
+    fields = {name: _CONVERT.get(name, _same)(value) for name, value in arguments.items()
+              if name in options.fields and name not in ("sources", "storage")}
+    assign(options, fields)
+    return options
+
+
+def _same(value: Any) -> Any:
+    return value

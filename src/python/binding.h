@@ -1,0 +1,92 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+//
+// What the files of the extension stoker._core share: errors on their way to Python, the
+// output kinds, the tensor conversion, and each file's Bind function (module.cc calls them).
+#pragma once
+
+#include <arrow/record_batch.h>
+#include <arrow/result.h>
+#include <arrow/status.h>
+#include <nanobind/nanobind.h>
+
+#include <exception>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "stoker/loader.h"
+
+namespace stoker::python {
+
+namespace nb = nanobind;
+
+/// A non-OK Status on its way to Python. Thrown anywhere in the binding, with or without the
+/// GIL (inside an `nb::call_guard<nb::gil_scoped_release>` call too); the translator that
+/// module.cc registers raises it as the natural built-in exception (DESIGN.md, "Errors").
+class StatusError : public std::exception {
+ public:
+  explicit StatusError(arrow::Status status) : status_(std::move(status)) {}
+  const char* what() const noexcept override { return status_.message().c_str(); }
+  const arrow::Status& status() const { return status_; }
+
+ private:
+  arrow::Status status_;
+};
+
+/// The annotation of every bound call that can block: the GIL is released while the C++ runs
+/// (arguments are converted before, the result after, with the GIL held).
+using ReleaseGil = nb::call_guard<nb::gil_scoped_release>;
+
+inline void ThrowIfError(const arrow::Status& status) {
+  if (!status.ok()) throw StatusError(status);
+}
+
+template <typename T>
+T ValueOrThrow(arrow::Result<T> result) {
+  if (!result.ok()) throw StatusError(result.status());
+  return std::move(result).ValueUnsafe();
+}
+
+/// What a Python consumer receives: dicts of numpy arrays or torch tensors, or Arrow batches.
+enum class Output { kNumpy, kTorch, kArrow };
+
+/// "numpy", "torch" or "arrow"; a ValueError naming the option otherwise.
+Output ParseOutput(const std::string& output);
+
+/// An Arrow C data interface schema capsule (pyarrow imports it without copying).
+nb::object SchemaCapsule(const arrow::Schema& schema);
+
+/// The (schema, array) capsules of the Arrow C data interface for a batch.
+nb::object BatchCapsules(const arrow::RecordBatch& batch);
+
+/// A batch as a dict of numpy arrays or torch tensors that own the batch's buffers (no copy
+/// but for bool columns): fixed-size lists become extra dimensions; each column in `ragged`
+/// becomes its values and "<name>_offsets". Nulls and non-numeric columns are errors naming
+/// the column. The one Arrow-to-tensor path: local epochs, RemoteLoader and `to_tensors`.
+nb::dict ToTensors(const arrow::RecordBatch& batch, Output output,
+                   const std::vector<std::string>& ragged);
+
+/// A Loader as Python holds it (stoker._core.Loader, bound in loader.cc): the engine's Loader
+/// and the output kind its epochs deliver.
+class PyLoader {
+ public:
+  /// Builds the engine's Loader (reads every footer: call without the GIL).
+  PyLoader(LoaderOptions options, const std::string& output);
+  const std::shared_ptr<Loader>& engine() const { return loader_; }
+  Output output() const { return output_; }
+
+ private:
+  Output output_;
+  std::shared_ptr<Loader> loader_;
+};
+
+// Each file binds its concern into the module.
+void BindTensors(nb::module_& m);       // tensors.cc: to_tensors, check_output
+void BindOptions(nb::module_& m);       // options.cc: LoaderOptions, StorageOptions, ServeOptions,
+                                        // TransformOp
+void BindLoader(nb::module_& m);        // loader.cc: Loader, Epoch
+void BindServe(nb::module_& m);         // serve.cc: Server, encode_ticket, decode_ticket
+void BindTransformOps(nb::module_& m);  // transform_ops.cc: transform_ops
+
+}  // namespace stoker::python

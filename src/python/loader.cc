@@ -1,0 +1,163 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+//
+// stoker._core.Loader and Epoch: the engine's Loader and its epochs, batches delivered as
+// tensors (tensors.cc) or Arrow capsules. Every call that can block releases the GIL.
+
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <chrono>
+#include <memory>
+
+#include "manifest/manifest.h"
+#include "python/binding.h"
+#include "stoker/flight_service.h"
+#include "transform/transform_spec.h"
+
+namespace stoker::python {
+
+namespace {
+
+// How long one wait_ready() blocks: the Python caller loops on it, so Ctrl-C is noticed
+// between waits.
+constexpr std::chrono::milliseconds kSignalPollInterval{100};
+
+// Shows the disk cache's warning (writes turned off), once, as a Python RuntimeWarning.
+void WarnAboutCache(const Loader& loader) {
+  const std::string warning = loader.TakeCacheWarning();
+  if (!warning.empty() && PyErr_WarnEx(PyExc_RuntimeWarning, warning.c_str(), 1) != 0) {
+    throw nb::python_error();
+  }
+}
+
+// One epoch being read; Python iterates it: wait_ready() until true, then next().
+class Epoch {
+ public:
+  Epoch(std::unique_ptr<BatchStream> stream, Output output, std::shared_ptr<Loader> loader)
+      : stream_(std::move(stream)),
+        output_(output),
+        ragged_(loader->ragged_columns()),
+        loader_(std::move(loader)) {}
+
+  // True when next() would not block (called without the GIL).
+  bool WaitReady() { return stream_ == nullptr || stream_->WaitReady(kSignalPollInterval); }
+
+  // The next batch, or None after the last one. Called once WaitReady() said it would not
+  // block, so it keeps the GIL while it converts.
+  nb::object Next() {
+    if (stream_ == nullptr) return nb::none();
+    auto next = stream_->Next();
+    WarnAboutCache(*loader_);
+    auto batch = ValueOrThrow(std::move(next));
+    if (batch == nullptr) return nb::none();
+    if (output_ == Output::kArrow) return BatchCapsules(*batch);
+    return ToTensors(*batch, output_, ragged_);
+  }
+
+  int64_t NumBatches() const { return stream_ == nullptr ? 0 : stream_->num_batches(); }
+
+  // Stops the workers and joins them (called without the GIL); idempotent.
+  void Close() { stream_.reset(); }
+
+ private:
+  std::unique_ptr<BatchStream> stream_;
+  Output output_;
+  std::vector<std::string> ragged_;
+  std::shared_ptr<Loader> loader_;
+};
+
+Epoch* StartEpoch(const PyLoader& self, int64_t epoch,
+                  const std::vector<std::pair<int, int64_t>>& resumed) {
+  std::vector<ResumeRound> rounds;
+  for (const auto& [world_size, rows] : resumed) rounds.push_back({world_size, rows});
+  auto stream = ValueOrThrow(self.engine()->StartEpoch(epoch, rounds));
+  return new Epoch(std::move(stream), self.output(), self.engine());
+}
+
+nb::dict Stats(const PyLoader& self) {
+  const auto s = self.engine()->stats();
+  nb::dict out;
+  out["rows"] = s.rows;
+  out["batches"] = s.batches;
+  out["units_read"] = s.units_read;
+  out["bytes_read"] = s.bytes_read;
+  out["read_seconds"] = s.read_seconds;
+  out["decode_seconds"] = s.decode_seconds;
+  out["assemble_seconds"] = s.assemble_seconds;
+  out["wait_seconds"] = s.wait_seconds;
+  out["delivered_digest"] = s.delivered_digest;
+  out["transform_seconds"] = s.transform_seconds;
+  out["row_groups_pruned"] = s.row_groups_pruned;
+  out["requests"] = s.requests;
+  out["bytes_fetched"] = s.bytes_fetched;
+  out["retries"] = s.retries;
+  out["cache_hits"] = s.cache_hits;
+  out["cache_misses"] = s.cache_misses;
+  out["cache_bytes_read"] = s.cache_bytes_read;
+  out["cache_bytes_written"] = s.cache_bytes_written;
+  out["cache_evictions"] = s.cache_evictions;
+  out["cache_corrupt"] = s.cache_corrupt;
+  return out;
+}
+
+nb::dict Dataset(const PyLoader& self) {
+  const auto& loader = *self.engine();
+  const auto& manifest = loader.manifest();
+  nb::list files;
+  for (const auto& file : manifest.files()) files.append(file.source.path);
+  nb::dict out;
+  out["files"] = files;
+  out["rows"] = loader.num_rows();
+  out["rows_stored"] = manifest.num_rows();
+  out["transform_digest"] = loader.transforms().digest();
+  out["transform_canonical"] = loader.transforms().canonical();
+  out["filter_digest"] = loader.filter_digest();
+  out["row_groups"] = static_cast<int64_t>(manifest.units().size());
+  out["fingerprint"] = manifest.fingerprint();
+  out["shuffle_window"] = loader.options().ResolvedShuffleWindow();
+  return out;
+}
+
+}  // namespace
+
+PyLoader::PyLoader(LoaderOptions options, const std::string& output)
+    : output_(ParseOutput(output)) {
+  options.output = output_ == Output::kArrow ? OutputKind::kArrow : OutputKind::kTensor;
+  loader_ = ValueOrThrow(Loader::Make(std::move(options)));
+}
+
+void BindLoader(nb::module_& m) {
+  nb::class_<Epoch>(m, "Epoch")
+      .def("wait_ready", &Epoch::WaitReady, ReleaseGil(),
+           "Waits up to 100 ms; True once next() would not block.")
+      .def("next", &Epoch::Next, "The next batch, or None after the last one.")
+      .def("close", &Epoch::Close, ReleaseGil(), "Stop the workers now.")
+      .def("num_batches", &Epoch::NumBatches);
+
+  nb::class_<PyLoader>(m, "Loader")
+      .def(nb::init<LoaderOptions, const std::string&>(), nb::arg("options"), nb::arg("output"),
+           ReleaseGil())
+      .def("warn_about_cache", [](const PyLoader& self) { WarnAboutCache(*self.engine()); })
+      .def("num_batches", [](const PyLoader& self) { return self.engine()->num_batches(); })
+      .def("schema_capsule",
+           [](const PyLoader& self) { return SchemaCapsule(*self.engine()->schema()); })
+      .def("start_epoch", &StartEpoch, nb::arg("epoch"), nb::arg("resumed"),
+           nb::rv_policy::take_ownership, ReleaseGil())
+      .def(
+          "restore_digest",
+          [](const PyLoader& self, const std::string& hex) {
+            ThrowIfError(self.engine()->RestoreDeliveredDigest(hex));
+          },
+          nb::arg("hex"))
+      .def("stats", &Stats)
+      .def("dataset", &Dataset)
+      .def(
+          "config",
+          [](const PyLoader& self) {
+            return StreamConfigJson(*self.engine(), ServeOptions().chunk_batches);
+          },
+          "What a server over this loader would advertise (JSON, docs/serve.md).");
+}
+
+}  // namespace stoker::python

@@ -1,0 +1,263 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+//
+// The option structs as Python classes. A Python object default-constructs its C++ struct, so
+// every default is the struct's (include/stoker/options.h and siblings); each field is an
+// attribute with the struct's name; range checks stay in the structs' Validate(). What is
+// converted here is only what Python spells differently: None for C++'s "0 means the
+// default", names for enums, the filter's serialized form, transform dicts.
+
+#include "stoker/options.h"
+
+#include <arrow/buffer.h>
+#include <arrow/compute/expression.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "python/binding.h"
+#include "stoker/flight_service.h"
+
+namespace stoker::python {
+
+namespace {
+
+// A bound options struct: `fields` lists its attributes in struct order (what Python copies
+// keyword arguments into) and repr shows them.
+template <typename T>
+class OptionsClass {
+ public:
+  OptionsClass(nb::module_& m, const char* name, const char* doc) : cls_(m, name, doc) {
+    cls_.def(nb::init<>());
+  }
+
+  template <typename V>
+  OptionsClass& Field(const char* name, V T::*member) {
+    cls_.def_rw(name, member);
+    names_.append(name);
+    return *this;
+  }
+
+  template <typename Getter, typename Setter>
+  OptionsClass& Property(const char* name, Getter&& getter, Setter&& setter) {
+    cls_.def_prop_rw(name, std::forward<Getter>(getter), std::forward<Setter>(setter));
+    names_.append(name);
+    return *this;
+  }
+
+  // A count whose C++ 0 means "the default": Python reads and writes None for it. An explicit
+  // 0 is refused rather than silently meaning the default.
+  template <typename V>
+  OptionsClass& DefaultableCount(const char* name, V T::*member) {
+    return Property(
+        name,
+        [member](const T& o) -> std::optional<V> {
+          return o.*member == 0 ? std::nullopt : std::optional<V>(o.*member);
+        },
+        [member, name](T& o, std::optional<V> value) {
+          if (value == V{0}) {
+            throw StatusError(
+                arrow::Status::Invalid(name, " must be >= 1, or None for the default, got 0"));
+          }
+          o.*member = value.value_or(V{0});
+        });
+  }
+
+  nb::class_<T>& Finish() {
+    cls_.attr("fields") = nb::tuple(names_);
+    cls_.def("__repr__", [](nb::handle self) {
+      std::string out = nb::cast<std::string>(self.type().attr("__name__")) + "(";
+      for (nb::handle name : self.attr("fields")) {
+        out += nb::cast<std::string>(name) + "=" +
+               nb::cast<std::string>(nb::repr(self.attr(name))) + ", ";
+      }
+      return out.substr(0, out.size() - 2) + ")";
+    });
+    return cls_;
+  }
+
+ private:
+  nb::class_<T> cls_;
+  nb::list names_;
+};
+
+// The key of `d`, when present, into `out`.
+template <typename V>
+void Read(const nb::dict& d, const char* key, V* out) {
+  if (d.contains(key)) *out = nb::cast<V>(d[key]);
+}
+
+// A transform op from the dict the Python layer normalizes every op into (keys as the spec
+// writes them); a key left out keeps TransformOp's default.
+TransformOp OpFromDict(const nb::dict& d) {
+  TransformOp op;
+  op.kind = ValueOrThrow(ParseTransformKind(nb::cast<std::string>(d["op"])));
+  Read(d, "columns", &op.columns);
+  Read(d, "output", &op.output);
+  Read(d, "dtype", &op.dtype);
+  if (d.contains("value")) {
+    nb::handle value = d["value"];
+    op.is_text = nb::isinstance<nb::str>(value);
+    if (op.is_text) {
+      op.text = nb::cast<std::string>(value);
+    } else {
+      op.number = nb::cast<double>(value);
+    }
+  }
+  Read(d, "min", &op.low);
+  Read(d, "max", &op.high);
+  Read(d, "mean", &op.mean);
+  Read(d, "std", &op.std);
+  Read(d, "boundaries", &op.boundaries);
+  Read(d, "num_buckets", &op.num_buckets);
+  Read(d, "path", &op.path);
+  Read(d, "default", &op.default_id);
+  Read(d, "length", &op.length);
+  return op;
+}
+
+// The filter in Arrow's own serialized form (arrow::compute::Serialize), which pyarrow's
+// pickling produces and the engine's filter digest is computed from.
+std::optional<nb::bytes> SerializedFilter(const LoaderOptions& o) {
+  if (!o.filter.has_value()) return std::nullopt;
+  auto buffer = ValueOrThrow(arrow::compute::Serialize(*o.filter));
+  return nb::bytes(buffer->data(), static_cast<size_t>(buffer->size()));
+}
+
+void SetSerializedFilter(LoaderOptions& o, std::optional<nb::bytes> serialized) {
+  if (!serialized.has_value()) {
+    o.filter.reset();
+    return;
+  }
+  auto buffer = arrow::Buffer::FromString(std::string(serialized->c_str(), serialized->size()));
+  o.filter = ValueOrThrow(arrow::compute::Deserialize(buffer));
+}
+
+// seed is a uint64: a negative or too large int is a range error, not a type error.
+void SetSeed(LoaderOptions& o, nb::int_ seed) {
+  const unsigned long long value = PyLong_AsUnsignedLongLong(seed.ptr());
+  if (PyErr_Occurred() != nullptr) {
+    PyErr_Clear();
+    throw StatusError(arrow::Status::Invalid("seed must be >= 0 and < 2**64, got ",
+                                             nb::cast<std::string>(nb::repr(seed))));
+  }
+  o.seed = value;
+}
+
+void BindTransformOp(nb::module_& m) {
+  OptionsClass<TransformOp>(m, "TransformOp", "One step of a transform spec (transform_options.h).")
+      .Property(
+          "kind", [](const TransformOp& op) { return std::string(TransformKindName(op.kind)); },
+          [](TransformOp& op, const std::string& name) {
+            op.kind = ValueOrThrow(ParseTransformKind(name));
+          })
+      .Field("columns", &TransformOp::columns)
+      .Field("output", &TransformOp::output)
+      .Field("dtype", &TransformOp::dtype)
+      .Field("number", &TransformOp::number)
+      .Field("text", &TransformOp::text)
+      .Field("is_text", &TransformOp::is_text)
+      .Field("low", &TransformOp::low)
+      .Field("high", &TransformOp::high)
+      .Field("mean", &TransformOp::mean)
+      .Field("std", &TransformOp::std)
+      .Field("boundaries", &TransformOp::boundaries)
+      .Field("num_buckets", &TransformOp::num_buckets)
+      .Field("path", &TransformOp::path)
+      .Field("default_id", &TransformOp::default_id)
+      .Field("length", &TransformOp::length)
+      .Finish()
+      .def_static("from_dict", &OpFromDict, nb::arg("spec"),
+                  "The op a normalized spec dict describes ({'op': 'clip', 'columns': [...], "
+                  "'min': ..., ...}); keys left out keep the defaults.");
+}
+
+void BindStorageOptions(nb::module_& m) {
+  OptionsClass<StorageOptions>(m, "StorageOptions",
+                               "How to reach object storage (storage_options.h).")
+      .Field("region", &StorageOptions::region)
+      .Field("endpoint_override", &StorageOptions::endpoint_override)
+      .Field("scheme", &StorageOptions::scheme)
+      .Field("anonymous", &StorageOptions::anonymous)
+      .Field("access_key", &StorageOptions::access_key)
+      .Field("secret_key", &StorageOptions::secret_key)
+      .Field("session_token", &StorageOptions::session_token)
+      .Field("max_attempts", &StorageOptions::max_attempts)
+      .Field("connect_timeout", &StorageOptions::connect_timeout)
+      .Field("request_timeout", &StorageOptions::request_timeout)
+      .Field("io_threads", &StorageOptions::io_threads)
+      .Finish();
+}
+
+void BindLoaderOptions(nb::module_& m) {
+  // Not bound: `output` (the Loader binding sets it from "numpy"/"torch"/"arrow") and
+  // `memory_pool` (a C++ hook).
+  OptionsClass<LoaderOptions>(m, "LoaderOptions",
+                              "Everything that configures a Loader (options.h).")
+      .Field("sources", &LoaderOptions::sources)
+      .Field("columns", &LoaderOptions::columns)
+      .Field("batch_size", &LoaderOptions::batch_size)
+      .Field("shuffle", &LoaderOptions::shuffle)
+      .Property(
+          "seed", [](const LoaderOptions& o) { return o.seed; }, &SetSeed)
+      .DefaultableCount("shuffle_window", &LoaderOptions::shuffle_window)
+      .Field("rank", &LoaderOptions::rank)
+      .Field("world_size", &LoaderOptions::world_size)
+      .Field("drop_last", &LoaderOptions::drop_last)
+      .DefaultableCount("num_threads", &LoaderOptions::num_threads)
+      .DefaultableCount("prefetch", &LoaderOptions::prefetch)
+      .Property(
+          "cache_dir",
+          [](const LoaderOptions& o) {
+            return o.cache_dir.empty() ? std::nullopt : std::optional<std::string>(o.cache_dir);
+          },
+          [](LoaderOptions& o, std::optional<std::string> dir) { o.cache_dir = dir.value_or(""); })
+      .Field("cache_limit_bytes", &LoaderOptions::cache_limit_bytes)
+      .Property(
+          "cache_policy",
+          [](const LoaderOptions& o) { return std::string(CachePolicyName(o.cache_policy)); },
+          [](LoaderOptions& o, const std::string& name) {
+            o.cache_policy = ValueOrThrow(ParseCachePolicy(name));
+          })
+      .Field("storage", &LoaderOptions::storage)
+      .Field("transforms", &LoaderOptions::transforms)
+      .Property("filter", &SerializedFilter, &SetSerializedFilter)
+      .Finish()
+      .def(
+          "validate", [](const LoaderOptions& o) { ThrowIfError(o.Validate()); },
+          "Raises ValueError naming the first option out of range.");
+}
+
+void BindServeOptions(nb::module_& m) {
+  OptionsClass<ServeOptions>(m, "ServeOptions", "How `stoker serve` runs (flight_service.h).")
+      .Field("host", &ServeOptions::host)
+      .Field("port", &ServeOptions::port)
+      .Field("token", &ServeOptions::token)
+      .Field("tls_cert_pem", &ServeOptions::tls_cert_pem)
+      .Field("tls_key_pem", &ServeOptions::tls_key_pem)
+      .Field("max_streams", &ServeOptions::max_streams)
+      .Field("chunk_batches", &ServeOptions::chunk_batches)
+      .Finish()
+      .def(
+          "validate", [](const ServeOptions& o) { ThrowIfError(o.Validate()); },
+          "Raises ValueError naming the first option out of range.");
+}
+
+}  // namespace
+
+void BindOptions(nb::module_& m) {
+  BindTransformOp(m);
+  BindStorageOptions(m);
+  BindLoaderOptions(m);
+  BindServeOptions(m);
+  m.def(
+      "validate_rank",
+      [](int rank, int world_size) { ThrowIfError(ValidateRank(rank, world_size)); },
+      nb::arg("rank"), nb::arg("world_size"),
+      "Raises ValueError unless 0 <= rank < world_size (the check LoaderOptions uses).");
+}
+
+}  // namespace stoker::python

@@ -1,0 +1,97 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+//
+// `stoker serve` from Python: the Flight server over a Loader, and the ticket codec the
+// server and RemoteLoader share (src/serve/ticket.h).
+
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "python/binding.h"
+#include "serve/ticket.h"
+#include "stoker/flight_service.h"
+
+namespace stoker::python {
+
+namespace {
+
+// A Flight server over a loader; serve() blocks until shutdown() or SIGINT/SIGTERM.
+class PyServer {
+ public:
+  PyServer(const PyLoader& loader, ServeOptions options)
+      : service_(ValueOrThrow(FlightService::Make(loader.engine(), std::move(options)))) {}
+
+  int Port() const { return service_->port(); }
+  std::string Config() const { return service_->config_json(); }
+  void Serve() { ThrowIfError(service_->Serve()); }
+  void Shutdown() { ThrowIfError(service_->Shutdown()); }
+
+ private:
+  std::unique_ptr<FlightService> service_;
+};
+
+nb::bytes EncodeTicketBytes(const std::string& config, int64_t epoch, int rank, int world_size,
+                            const std::vector<std::pair<int, int64_t>>& rounds, int64_t shards,
+                            int64_t shard, int64_t chunk, int64_t first) {
+  Ticket ticket;
+  ticket.config = config;
+  Loader::StreamSpec& s = ticket.stream;
+  s.epoch = epoch;
+  s.rank = rank;
+  s.world_size = world_size;
+  for (const auto& [round_world_size, rows] : rounds) s.resumed.push_back({round_world_size, rows});
+  s.shards = shards;
+  s.shard = shard;
+  s.chunk = chunk;
+  s.first_batch = first;
+  const std::string text = EncodeTicket(ticket);
+  return nb::bytes(text.data(), text.size());
+}
+
+nb::dict DecodeTicketBytes(nb::bytes text) {
+  const Ticket ticket = ValueOrThrow(DecodeTicket(std::string_view(text.c_str(), text.size())));
+  const Loader::StreamSpec& s = ticket.stream;
+  nb::list rounds;
+  for (const auto& round : s.resumed) {
+    rounds.append(nb::make_tuple(round.world_size, round.rows_per_rank));
+  }
+  nb::dict out;
+  out["config"] = ticket.config;
+  out["epoch"] = s.epoch;
+  out["rank"] = s.rank;
+  out["world_size"] = s.world_size;
+  out["rounds"] = rounds;
+  out["shards"] = s.shards;
+  out["shard"] = s.shard;
+  out["chunk"] = s.chunk;
+  out["first"] = s.first_batch;
+  return out;
+}
+
+}  // namespace
+
+void BindServe(nb::module_& m) {
+  nb::class_<PyServer>(m, "Server")
+      .def(nb::init<const PyLoader&, ServeOptions>(), nb::arg("loader"), nb::arg("options"),
+           ReleaseGil())
+      .def_prop_ro("port", &PyServer::Port)
+      .def("config", &PyServer::Config)
+      .def("serve", &PyServer::Serve, ReleaseGil())
+      .def("shutdown", &PyServer::Shutdown, ReleaseGil());
+
+  const Loader::StreamSpec defaults;
+  m.def("encode_ticket", &EncodeTicketBytes, nb::arg("config"), nb::kw_only(), nb::arg("epoch"),
+        nb::arg("rank"), nb::arg("world_size"), nb::arg("rounds"),
+        nb::arg("shards") = defaults.shards, nb::arg("shard") = defaults.shard,
+        nb::arg("chunk") = defaults.chunk, nb::arg("first") = defaults.first_batch,
+        "The ticket naming a stream (the format docs/serve.md documents).");
+  m.def("decode_ticket", &DecodeTicketBytes, nb::arg("ticket"),
+        "A ticket's fields as a dict; ValueError naming what is wrong with a bad one.");
+}
+
+}  // namespace stoker::python

@@ -1,0 +1,194 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+//
+// Arrow batches to Python: numpy arrays and torch tensors that own the engine's buffers
+// (DLPack through nanobind), and Arrow C data interface capsules for pyarrow.
+
+#include <arrow/array.h>
+#include <arrow/c/bridge.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <memory>
+
+#include "assemble/column_types.h"
+#include "python/binding.h"
+
+namespace stoker::python {
+
+namespace {
+
+void FreeSchemaCapsule(PyObject* capsule) {
+  auto* schema = static_cast<ArrowSchema*>(PyCapsule_GetPointer(capsule, "arrow_schema"));
+  if (schema->release != nullptr) schema->release(schema);
+  delete schema;
+}
+
+void FreeArrayCapsule(PyObject* capsule) {
+  auto* array = static_cast<ArrowArray*>(PyCapsule_GetPointer(capsule, "arrow_array"));
+  if (array->release != nullptr) array->release(array);
+  delete array;
+}
+
+nb::dlpack::dtype DlpackType(const arrow::DataType& type) {
+  nb::dlpack::dtype dtype;
+  dtype.lanes = 1;
+  dtype.bits = static_cast<uint8_t>(type.bit_width());
+  if (arrow::is_floating(type.id())) {
+    dtype.code = static_cast<uint8_t>(nb::dlpack::dtype_code::Float);
+  } else if (arrow::is_signed_integer(type.id())) {
+    dtype.code = static_cast<uint8_t>(nb::dlpack::dtype_code::Int);
+  } else {
+    dtype.code = static_cast<uint8_t>(nb::dlpack::dtype_code::UInt);
+  }
+  return dtype;
+}
+
+// A Python object that keeps an Arrow buffer alive for as long as an array views it.
+nb::object Owner(std::shared_ptr<arrow::Buffer> buffer) {
+  auto* held = new std::shared_ptr<arrow::Buffer>(std::move(buffer));
+  return nb::capsule(
+      held, [](void* p) noexcept { delete static_cast<std::shared_ptr<arrow::Buffer>*>(p); });
+}
+
+template <typename Framework>
+nb::object ToTensor(const arrow::ArrayData& data) {
+  std::vector<size_t> shape{static_cast<size_t>(data.length)};
+  if (data.type->id() == arrow::Type::BOOL) {
+    // Arrow packs booleans into bits; tensors want a byte each, so this one column is copied.
+    auto buffer = ValueOrThrow(arrow::AllocateBuffer(data.length));
+    arrow::BooleanArray bools(std::make_shared<arrow::ArrayData>(data));
+    for (int64_t i = 0; i < data.length; ++i) buffer->mutable_data()[i] = bools.Value(i);
+    const void* ptr = buffer->data();
+    nb::dlpack::dtype dtype{static_cast<uint8_t>(nb::dlpack::dtype_code::Bool), 8, 1};
+    nb::ndarray<Framework> array(const_cast<void*>(ptr), shape.size(), shape.data(),
+                                 Owner(std::shared_ptr<arrow::Buffer>(std::move(buffer))), nullptr,
+                                 dtype);
+    return array.cast();
+  }
+  auto layout = ValueOrThrow(GetFixedWidthLayout(*data.type));
+  const auto values = GetFixedWidthValues(data);
+  for (int64_t dim : values.inner_dims) shape.push_back(static_cast<size_t>(dim));
+  nb::ndarray<Framework> array(const_cast<uint8_t*>(values.first), shape.size(), shape.data(),
+                               Owner(values.buffer), nullptr, DlpackType(*layout.value_type));
+  return array.cast();
+}
+
+// A variable-length list column as two tensors: the values, and int64 offsets from 0.
+template <typename Framework>
+std::pair<nb::object, nb::object> ToRaggedTensors(const arrow::ArrayData& data) {
+  const bool large = data.type->id() == arrow::Type::LARGE_LIST;
+  auto offset_at = [&](int64_t i) -> int64_t {
+    return large ? data.GetValues<int64_t>(1)[i] : data.GetValues<int32_t>(1)[i];
+  };
+  const int64_t first = offset_at(0);
+  const int64_t last = offset_at(data.length);
+  auto offsets = ValueOrThrow(arrow::AllocateBuffer((data.length + 1) * sizeof(int64_t)));
+  auto* out = reinterpret_cast<int64_t*>(offsets->mutable_data());
+  for (int64_t i = 0; i <= data.length; ++i) out[i] = offset_at(i) - first;
+  const size_t shape = static_cast<size_t>(data.length + 1);
+  void* ptr = offsets->mutable_data();
+  nb::ndarray<Framework> offsets_array(ptr, 1, &shape,
+                                       Owner(std::shared_ptr<arrow::Buffer>(std::move(offsets))),
+                                       nullptr, nb::dtype<int64_t>());
+  auto values = data.child_data[0]->Slice(first, last - first);
+  return {ToTensor<Framework>(*values), offsets_array.cast()};
+}
+
+// The columns of `batch` into `columns`, checked: batches from the engine's own epochs pass
+// by construction, those received from a server are checked here.
+template <typename Framework>
+void AddColumns(const arrow::RecordBatch& batch, const std::vector<std::string>& ragged,
+                nb::dict& columns) {
+  for (int i = 0; i < batch.num_columns(); ++i) {
+    const auto& field = *batch.schema()->field(i);
+    const auto& data = *batch.column_data(i);
+    if (std::find(ragged.begin(), ragged.end(), field.name()) != ragged.end()) {
+      // A null list arrives as an empty one (its offsets do not move).
+      auto [values, offsets] = ToRaggedTensors<Framework>(data);
+      columns[field.name().c_str()] = values;
+      columns[(field.name() + "_offsets").c_str()] = offsets;
+      continue;
+    }
+    ThrowIfError(CheckTensorType(field));
+    if (HasNulls(data)) {
+      throw StatusError(arrow::Status::Invalid(
+          "column '", field.name(),
+          "' has null values; numpy/torch output cannot hold nulls: use output='arrow' or a "
+          "fill_null transform"));
+    }
+    columns[field.name().c_str()] = ToTensor<Framework>(data);
+  }
+}
+
+// A pyarrow.RecordBatch (or anything with __arrow_c_array__) as an Arrow C++ batch over the
+// same buffers.
+std::shared_ptr<arrow::RecordBatch> ImportBatch(nb::handle batch) {
+  if (!nb::hasattr(batch, "__arrow_c_array__")) {
+    throw nb::type_error("expected a pyarrow.RecordBatch (an object with __arrow_c_array__)");
+  }
+  nb::tuple capsules = nb::cast<nb::tuple>(batch.attr("__arrow_c_array__")());
+  auto* schema = static_cast<ArrowSchema*>(PyCapsule_GetPointer(capsules[0].ptr(), "arrow_schema"));
+  auto* array = static_cast<ArrowArray*>(PyCapsule_GetPointer(capsules[1].ptr(), "arrow_array"));
+  if (schema == nullptr || array == nullptr) throw nb::python_error();
+  return ValueOrThrow(arrow::ImportRecordBatch(array, schema));
+}
+
+}  // namespace
+
+Output ParseOutput(const std::string& output) {
+  if (output == "numpy") return Output::kNumpy;
+  if (output == "torch") return Output::kTorch;
+  if (output == "arrow") return Output::kArrow;
+  throw StatusError(arrow::Status::Invalid(
+      "output must be \"numpy\", \"torch\" or \"arrow\", got \"", output, "\""));
+}
+
+nb::object SchemaCapsule(const arrow::Schema& schema) {
+  auto c_schema = std::make_unique<ArrowSchema>();
+  ThrowIfError(arrow::ExportSchema(schema, c_schema.get()));
+  return nb::steal(PyCapsule_New(c_schema.release(), "arrow_schema", FreeSchemaCapsule));
+}
+
+nb::object BatchCapsules(const arrow::RecordBatch& batch) {
+  auto c_schema = std::make_unique<ArrowSchema>();
+  auto c_array = std::make_unique<ArrowArray>();
+  ThrowIfError(arrow::ExportRecordBatch(batch, c_array.get(), c_schema.get()));
+  nb::object schema =
+      nb::steal(PyCapsule_New(c_schema.release(), "arrow_schema", FreeSchemaCapsule));
+  nb::object array = nb::steal(PyCapsule_New(c_array.release(), "arrow_array", FreeArrayCapsule));
+  return nb::make_tuple(schema, array);
+}
+
+nb::dict ToTensors(const arrow::RecordBatch& batch, Output output,
+                   const std::vector<std::string>& ragged) {
+  nb::dict columns;
+  if (output == Output::kTorch) {
+    AddColumns<nb::pytorch>(batch, ragged, columns);
+  } else {
+    AddColumns<nb::numpy>(batch, ragged, columns);
+  }
+  return columns;
+}
+
+void BindTensors(nb::module_& m) {
+  m.def(
+      "to_tensors",
+      [](nb::handle batch, const std::string& output, const std::vector<std::string>& ragged) {
+        const Output kind = ParseOutput(output);
+        if (kind == Output::kArrow) {
+          throw StatusError(arrow::Status::Invalid("to_tensors makes \"numpy\" or \"torch\""));
+        }
+        return ToTensors(*ImportBatch(batch), kind, ragged);
+      },
+      nb::arg("batch"), nb::arg("output") = "numpy", nb::arg("ragged") = std::vector<std::string>{},
+      "A pyarrow.RecordBatch as a dict of numpy arrays or torch tensors over its buffers, as a "
+      "Loader delivers it (fixed-size lists as extra dimensions; each `ragged` column as values "
+      "and '<name>_offsets').");
+  m.def(
+      "check_output", [](const std::string& output) { ParseOutput(output); }, nb::arg("output"),
+      "Raises ValueError unless output is \"numpy\", \"torch\" or \"arrow\".");
+}
+
+}  // namespace stoker::python
