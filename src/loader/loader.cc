@@ -242,10 +242,7 @@ arrow::Result<std::unique_ptr<BatchStream>> Loader::StartEpoch(
 arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> Loader::PlanStream(
     const StreamSpec& spec) const {
   if (spec.epoch < 0) return arrow::Status::Invalid("epoch must be >= 0, got ", spec.epoch);
-  if (spec.world_size < 1 || spec.rank < 0 || spec.rank >= spec.world_size) {
-    return arrow::Status::Invalid("rank must satisfy 0 <= rank < world_size, got rank ", spec.rank,
-                                  " of ", spec.world_size);
-  }
+  ARROW_RETURN_NOT_OK(ValidateRank(spec.rank, spec.world_size));
   if (spec.shards < 1 || spec.shard < 0 || spec.shard >= spec.shards || spec.chunk < 1 ||
       spec.first_batch < 0) {
     return arrow::Status::Invalid("invalid stream shard ", spec.shard, " of ", spec.shards,

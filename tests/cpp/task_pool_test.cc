@@ -63,6 +63,16 @@ class Counter {
   int count_ = 0;
 };
 
+// Occupies a worker until `gate` opens; `started` counts it once it runs.
+arrow::Status BlockTheWorker(TaskPool* pool, Gate* gate, Counter* started) {
+  return pool->Submit(
+      [gate, started] {
+        started->Add();
+        gate->Wait();
+      },
+      /*urgent=*/false);
+}
+
 TEST(TaskPoolTest, RunsEverythingSubmitted) {
   constexpr int kTasks = 1000;
   TaskPool pool(4);
@@ -86,13 +96,7 @@ TEST(TaskPoolTest, UrgentTasksRunFirstEachQueueInOrder) {
   TaskPool pool(1);
   Gate gate;
   Counter started;
-  ASSERT_TRUE(pool.Submit(
-                      [&] {
-                        started.Add();
-                        gate.Wait();
-                      },
-                      /*urgent=*/false)
-                  .ok());
+  ASSERT_TRUE(BlockTheWorker(&pool, &gate, &started).ok());
   ASSERT_TRUE(started.Await(1));  // the only worker is busy: everything below queues
 
   std::mutex order_mutex;
@@ -137,13 +141,7 @@ TEST(TaskPoolTest, ShutdownDropsQueuedTasks) {
   TaskPool pool(1);
   Gate gate;
   Counter started;
-  ASSERT_TRUE(pool.Submit(
-                      [&] {
-                        started.Add();
-                        gate.Wait();
-                      },
-                      /*urgent=*/false)
-                  .ok());
+  ASSERT_TRUE(BlockTheWorker(&pool, &gate, &started).ok());
   ASSERT_TRUE(started.Await(1));
   std::atomic<int> ran{0};
   for (int i = 0; i < 10; ++i) {
