@@ -5,6 +5,7 @@
 // in ns per row, which holds up on a busy machine far better than wall-clock throughput.
 //
 //   gather_benchmark [--preset criteo|wide|embeddings] [--repeats N] [--window ROWS]
+//                    [--unit ROWS] [--pool jemalloc|mimalloc|system] [--recycle 0|1]
 #include <arrow/api.h>
 #include <sys/resource.h>
 
@@ -17,6 +18,7 @@
 #include <string>
 
 #include "assemble/assembler.h"
+#include "assemble/recycling_pool.h"
 #include "assemble/row_store.h"
 #include "exec/unit_reader.h"
 #include "plan/plan.h"
@@ -103,21 +105,32 @@ int Run(int argc, char** argv) {
   int repeats = 5;
   int64_t window_rows = 262144;
   int64_t unit_rows = 65536;
+  std::string pool_name = "jemalloc";
+  bool recycle = true;  // batches from a RecyclingPool, as loaders do
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--preset") preset_name = argv[i + 1];
     if (flag == "--repeats") repeats = std::stoi(argv[i + 1]);
     if (flag == "--window") window_rows = std::stoll(argv[i + 1]);
     if (flag == "--unit") unit_rows = std::stoll(argv[i + 1]);
+    if (flag == "--pool") pool_name = argv[i + 1];
+    if (flag == "--recycle") recycle = std::string(argv[i + 1]) == "1";
   }
   const Preset preset = MakePreset(preset_name);
   arrow::MemoryPool* pool = nullptr;
-  if (!arrow::jemalloc_memory_pool(&pool).ok()) pool = arrow::default_memory_pool();
+  if (pool_name == "system") {
+    pool = arrow::system_memory_pool();
+  } else if (pool_name == "mimalloc") {
+    if (!arrow::mimalloc_memory_pool(&pool).ok()) pool = arrow::default_memory_pool();
+  } else if (!arrow::jemalloc_memory_pool(&pool).ok()) {
+    pool = arrow::default_memory_pool();
+  }
 
   const int64_t num_units = (window_rows + unit_rows - 1) / unit_rows;
   auto source = std::make_shared<UnitSource>();
   source->output_schema = preset.schema;
   source->pool = pool;
+  if (recycle) source->output_pool = RecyclingPool::Default(pool);
   std::vector<int64_t> rows_per_unit;
   for (int64_t u = 0; u < num_units; ++u) {
     Unit unit;
@@ -137,7 +150,7 @@ int Run(int argc, char** argv) {
     units.push_back(MakeUnit(preset.schema, unit_rows, u * unit_rows, pool));
   }
   auto layout =
-      std::make_shared<const RowLayout>(RowLayout::For(*preset.schema, /*allow_lists=*/true));
+      std::make_shared<const RowLayout>(RowLayout::For(*preset.schema, /*no_nulls=*/true));
 
   auto chunks = ChunkPool::Make(layout->stride << layout->chunk_shift, pool);
   auto window_of = [&](bool staged, double* stage_ns) {

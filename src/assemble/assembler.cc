@@ -119,6 +119,10 @@ arrow::Result<std::shared_ptr<arrow::ArrayData>> GatherGeneric(
 constexpr size_t kPrefetchRows = 8;
 // Cache lines prefetched per record (larger records rely on the hardware's streamer).
 constexpr int64_t kMaxPrefetchLines = 32;
+// Rows per tile and columns per group of the scatter (see GatherRecords): 64 columns' lines
+// for 64 rows of 8-byte values are 32 KiB, L1's size.
+constexpr size_t kTileRows = 64;
+constexpr size_t kGroupColumns = 64;
 
 // One staged column's output while the batch is scattered.
 struct ScatterTarget {
@@ -146,41 +150,55 @@ std::shared_ptr<arrow::ArrayData> FinishTarget(const std::shared_ptr<arrow::Data
   return data;
 }
 
+// Copies row i's value of one staged column from its record into the column's output.
+inline void ScatterOne(const uint8_t* rec, int64_t i, ScatterTarget* t) {
+  const RowLayout::Column& c = *t->column;
+  if (c.is_bool) {
+    arrow::bit_util::SetBitTo(t->values, i, rec[c.offset] != 0);
+  } else if (c.width == 4) {
+    std::memcpy(t->values + i * 4, rec + c.offset, 4);
+  } else if (c.width == 8) {
+    std::memcpy(t->values + i * 8, rec + c.offset, 8);
+  } else {
+    std::memcpy(t->values + i * c.width, rec + c.offset, c.width);
+  }
+  if (t->validity != nullptr) {
+    const bool valid = rec[c.valid_offset] != 0;
+    arrow::bit_util::SetBitTo(t->validity, i, valid);
+    t->null_count += valid ? 0 : 1;
+  }
+}
+
 // Gathers every staged column at once, record by record: a row's record is a few adjacent
-// cache lines (prefetched kPrefetchRows ahead), scattered into the batch's column buffers,
-// whose write positions stay in L1.
-arrow::Status GatherRecords(const RowLayout& layout, const Gather& g,
-                            const std::vector<const StagedUnit*>& units,
-                            std::vector<ScatterTarget>* targets) {
+// cache lines (prefetched kPrefetchRows ahead), scattered into the batch's column buffers.
+// Rows go in tiles and columns in groups, so the output lines being written (a group's
+// columns for a tile's rows) stay in L1 even for schemas of hundreds of columns, while the
+// tile's records stay in L2 across the groups.
+void GatherRecords(const RowLayout& layout, const Gather& g,
+                   const std::vector<const StagedUnit*>& units,
+                   std::vector<ScatterTarget>* targets) {
   const size_t n = g.row.size();
   std::vector<const uint8_t*> records(n);
   for (size_t i = 0; i < n; ++i) records[i] = units[g.unit[i]]->record(g.row[i]);
   const int64_t lines = std::min<int64_t>((layout.stride + 63) / 64, kMaxPrefetchLines);
-  for (size_t i = 0; i < n; ++i) {
-    if (i + kPrefetchRows < n) {
-      const uint8_t* ahead = records[i + kPrefetchRows];
-      for (int64_t line = 0; line < lines; ++line) __builtin_prefetch(ahead + line * 64);
-    }
-    const uint8_t* rec = records[i];
-    for (ScatterTarget& t : *targets) {
-      const RowLayout::Column& c = *t.column;
-      if (c.is_bool) {
-        arrow::bit_util::SetBitTo(t.values, static_cast<int64_t>(i), rec[c.offset] != 0);
-      } else if (c.width == 4) {
-        std::memcpy(t.values + i * 4, rec + c.offset, 4);
-      } else if (c.width == 8) {
-        std::memcpy(t.values + i * 8, rec + c.offset, 8);
-      } else {
-        std::memcpy(t.values + i * c.width, rec + c.offset, c.width);
-      }
-      if (t.validity != nullptr) {
-        const bool valid = rec[c.valid_offset] != 0;
-        arrow::bit_util::SetBitTo(t.validity, static_cast<int64_t>(i), valid);
-        t.null_count += valid ? 0 : 1;
+  const size_t num_targets = targets->size();
+  for (size_t tile = 0; tile < n; tile += kTileRows) {
+    const size_t tile_end = std::min(n, tile + kTileRows);
+    for (size_t group = 0; group < num_targets; group += kGroupColumns) {
+      const size_t group_end = std::min(num_targets, group + kGroupColumns);
+      for (size_t i = tile; i < tile_end; ++i) {
+        // The first group's pass brings the records in; later passes find them in L2.
+        if (group == 0 && i + kPrefetchRows < n) {
+          const uint8_t* ahead = records[i + kPrefetchRows];
+          for (int64_t line = 0; line < lines; ++line) __builtin_prefetch(ahead + line * 64);
+        }
+        const uint8_t* rec = records[i];
+        for (size_t k = group; k < group_end; ++k) {
+          ScatterOne(rec, static_cast<int64_t>(i), &(*targets)[k]);
+        }
       }
     }
   }
-  return arrow::Status::OK();
 }
 
 arrow::Result<std::vector<ScatterTarget>> MakeTargets(const RowLayout& layout, int64_t n,
@@ -242,7 +260,7 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
   }
 
   const auto& schema = source_->output_schema;
-  arrow::MemoryPool* pool = source_->pool;
+  arrow::MemoryPool* pool = source_->output_pool != nullptr ? source_->output_pool : source_->pool;
   const int64_t n = end - begin;
   // Staged columns (every unit of a pipeline is staged with one layout, or none is).
   const RowLayout* layout = units[0]->layout.get();
@@ -250,7 +268,7 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
   if (layout != nullptr) {
     for (const auto* unit : units) ARROW_DCHECK_EQ(unit->layout.get(), layout);
     ARROW_ASSIGN_OR_RAISE(targets, MakeTargets(*layout, n, pool));
-    ARROW_RETURN_NOT_OK(GatherRecords(*layout, g, units, &targets));
+    GatherRecords(*layout, g, units, &targets);
   }
 
   arrow::ArrayDataVector columns;

@@ -68,7 +68,7 @@ void StageColumn(const RowLayout::Column& column, const arrow::ArrayData& data, 
 
 }  // namespace
 
-RowLayout RowLayout::For(const arrow::Schema& schema, bool allow_lists, int64_t max_chunk_bytes) {
+RowLayout RowLayout::For(const arrow::Schema& schema, bool no_nulls, int64_t max_chunk_bytes) {
   RowLayout layout;
   layout.staged.assign(schema.num_fields(), -1);
   // Values widest first keep each aligned to its width; validity bytes go last.
@@ -82,7 +82,7 @@ RowLayout RowLayout::For(const arrow::Schema& schema, bool allow_lists, int64_t 
       column.is_bool = true;
       column.width = 1;
     } else {
-      if (type.id() == arrow::Type::FIXED_SIZE_LIST && !allow_lists) continue;
+      if (type.id() == arrow::Type::FIXED_SIZE_LIST && !no_nulls) continue;
       auto fixed = GetFixedWidthLayout(type);
       if (!fixed.ok()) continue;
       column.width = fixed->row_bytes;
@@ -90,7 +90,7 @@ RowLayout RowLayout::For(const arrow::Schema& schema, bool allow_lists, int64_t 
       // cost a copy.
       if (column.width >= kCacheLine) continue;
     }
-    if (field.nullable()) column.valid_offset = 0;  // placed below
+    if (field.nullable() && !no_nulls) column.valid_offset = 0;  // placed below
     columns.push_back(column);
   }
   // One staged column gathers no better than it did columnar.

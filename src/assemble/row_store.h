@@ -46,14 +46,15 @@ struct RowLayout {
   /// Per output column: its index in `columns`, or -1 when it stays columnar.
   std::vector<int> staged;
 
-  /// The layout for batches of `schema`: numbers, bool and (when `allow_lists`) fixed-size
+  /// The layout for batches of `schema`: numbers, bool and (when `no_nulls`) fixed-size
   /// lists of numbers narrower than a cache line are staged; wider values (a whole line is
   /// fetched for them anyway) and every other type (strings, variable lists, ...) stay
   /// columnar, and so does everything when fewer than two columns would be staged.
-  /// Fixed-size lists may hold nulls inside, which a record cannot, so callers allow them
-  /// only when nulls are known to be absent (tensor output).
-  /// `max_chunk_bytes` bounds a chunk of records (tests make it small to cross chunks).
-  static RowLayout For(const arrow::Schema& schema, bool allow_lists,
+  /// `no_nulls`: the units are known to hold no nulls (tensor output refuses them before
+  /// staging), so records carry no validity flags, and fixed-size lists (which may hold
+  /// nulls inside, which a record cannot) may be staged. Otherwise each nullable field gets
+  /// a validity flag.
+  static RowLayout For(const arrow::Schema& schema, bool no_nulls,
                        int64_t max_chunk_bytes = kMaxChunkBytes);
   bool empty() const { return columns.empty(); }
 };

@@ -17,7 +17,7 @@ std::shared_ptr<const RowLayout> StagingLayout(const UnitSource& source,
                                                const LoaderOptions& options) {
   if (!options.shuffle) return nullptr;
   auto layout = std::make_shared<const RowLayout>(
-      RowLayout::For(*source.output_schema, /*allow_lists=*/source.output == OutputKind::kTensor));
+      RowLayout::For(*source.output_schema, /*no_nulls=*/source.output == OutputKind::kTensor));
   if (layout->empty()) return nullptr;
   return layout;
 }

@@ -39,6 +39,9 @@ struct UnitSource {
   std::shared_ptr<arrow::Schema> output_schema;
   OutputKind output = OutputKind::kTensor;
   arrow::MemoryPool* pool = nullptr;
+  /// Where batches are allocated (they outlive the loader in the consumer's hands); null:
+  /// `pool`.
+  arrow::MemoryPool* output_pool = nullptr;
   /// Where range reads run: an executor of StorageOptions::io_threads, apart from the
   /// decode threads, so a slow store keeps many requests in flight.
   std::shared_ptr<arrow::internal::Executor> io_executor;

@@ -134,7 +134,7 @@ std::vector<AssembledBatch> AssembleEpoch(const Fixture& f, const EpochPlan& pla
   return out;
 }
 
-void ExpectStagingInvisible(bool nullable, bool nulls, bool allow_lists, int64_t chunk_bytes) {
+void ExpectStagingInvisible(bool nullable, bool nulls, bool no_nulls, int64_t chunk_bytes) {
   const auto schema = MixedSchema(nullable);
   const Fixture f = MakeFixture(schema, {37, 100, 1, 64, 250, 9}, nulls);
   PlanConfig config;
@@ -143,8 +143,7 @@ void ExpectStagingInvisible(bool nullable, bool nulls, bool allow_lists, int64_t
   config.batch_size = 32;
   auto plan = EpochPlan::Make(f.unit_rows, config);
   ASSERT_TRUE(plan.ok());
-  auto layout =
-      std::make_shared<const RowLayout>(RowLayout::For(*schema, allow_lists, chunk_bytes));
+  auto layout = std::make_shared<const RowLayout>(RowLayout::For(*schema, no_nulls, chunk_bytes));
   ASSERT_FALSE(layout->empty());
   const auto columnar = AssembleEpoch(f, *plan, nullptr);
   const auto staged = AssembleEpoch(f, *plan, layout);
@@ -160,7 +159,7 @@ void ExpectStagingInvisible(bool nullable, bool nulls, bool allow_lists, int64_t
 }
 
 TEST(RowLayoutTest, StagesNarrowFixedWidthColumnsOnly) {
-  const auto layout = RowLayout::For(*MixedSchema(true), /*allow_lists=*/true);
+  const auto layout = RowLayout::For(*MixedSchema(true), /*no_nulls=*/true);
   // id, f32, f64, i8, u16, flag, vec staged; name (string) and wide (128 bytes) not.
   EXPECT_EQ(layout.columns.size(), 7u);
   EXPECT_EQ(layout.staged[7], -1);
@@ -171,8 +170,13 @@ TEST(RowLayoutTest, StagesNarrowFixedWidthColumnsOnly) {
     // Values are aligned to their element width within a record.
     if (column.width % 8 == 0) EXPECT_EQ(column.offset % 8, 0);
   }
-  const auto no_lists = RowLayout::For(*MixedSchema(true), /*allow_lists=*/false);
-  EXPECT_EQ(no_lists.staged[6], -1);
+  for (const auto& column : layout.columns) EXPECT_EQ(column.valid_offset, -1);
+  // Where nulls are possible: no fixed-size lists, a validity flag per nullable field.
+  const auto nullable = RowLayout::For(*MixedSchema(true), /*no_nulls=*/false);
+  EXPECT_EQ(nullable.staged[6], -1);
+  for (const auto& column : nullable.columns) {
+    EXPECT_EQ(column.valid_offset >= 0, column.index != 0) << column.index;  // id: not null
+  }
 }
 
 TEST(RowLayoutTest, NothingStagedForASingleNarrowColumn) {
@@ -182,7 +186,7 @@ TEST(RowLayoutTest, NothingStagedForASingleNarrowColumn) {
 }
 
 TEST(RowStoreTest, StagedEqualsColumnarWithoutNulls) {
-  ExpectStagingInvisible(/*nullable=*/false, /*nulls=*/false, /*allow_lists=*/true,
+  ExpectStagingInvisible(/*nullable=*/false, /*nulls=*/false, /*no_nulls=*/true,
                          RowLayout::kMaxChunkBytes);
 }
 
@@ -192,11 +196,16 @@ TEST(RowStoreTest, StagedEqualsColumnarAcrossSmallChunks) {
 }
 
 TEST(RowStoreTest, StagedEqualsColumnarWithNulls) {
-  ExpectStagingInvisible(/*nullable=*/true, /*nulls=*/true, /*allow_lists=*/false, 512);
+  ExpectStagingInvisible(/*nullable=*/true, /*nulls=*/true, /*no_nulls=*/false, 512);
 }
 
 TEST(RowStoreTest, StagedEqualsColumnarNullableWithoutNulls) {
-  ExpectStagingInvisible(/*nullable=*/true, /*nulls=*/false, /*allow_lists=*/false, 512);
+  ExpectStagingInvisible(/*nullable=*/true, /*nulls=*/false, /*no_nulls=*/false, 512);
+}
+
+TEST(RowStoreTest, StagedEqualsColumnarForTensorsOfNullableFields) {
+  // Tensor output: nullable fields that hold no nulls get no validity flags.
+  ExpectStagingInvisible(/*nullable=*/true, /*nulls=*/false, /*no_nulls=*/true, 512);
 }
 
 TEST(RowStoreTest, StagingReleasesTheStagedColumns) {

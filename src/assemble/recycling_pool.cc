@@ -1,0 +1,83 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "assemble/recycling_pool.h"
+
+#include <algorithm>
+#include <cstring>
+#include <mutex>
+
+namespace stoker {
+
+RecyclingPool* RecyclingPool::Default(arrow::MemoryPool* base) {
+  // One per base pool, alive until the process exits: batches may outlive every loader.
+  static Mutex mutex;
+  static auto* pools = new std::map<arrow::MemoryPool*, RecyclingPool*>();
+  MutexLock lock(mutex);
+  auto& pool = (*pools)[base];
+  if (pool == nullptr) pool = new RecyclingPool(base, int64_t{64} << 20);
+  return pool;
+}
+
+RecyclingPool::~RecyclingPool() {
+  MutexLock lock(mutex_);
+  for (auto& [key, blocks] : free_) {
+    for (uint8_t* block : blocks) base_->Free(block, key.first, key.second);
+  }
+}
+
+void RecyclingPool::Count(int64_t delta) {
+  const int64_t now = bytes_allocated_.fetch_add(delta) + delta;
+  if (delta > 0) {
+    total_bytes_allocated_.fetch_add(delta);
+    num_allocations_.fetch_add(1);
+    int64_t peak = max_memory_.load();
+    while (now > peak && !max_memory_.compare_exchange_weak(peak, now)) {
+    }
+  }
+}
+
+arrow::Status RecyclingPool::Allocate(int64_t size, int64_t alignment, uint8_t** out) {
+  if (size >= kMinRecycledBytes) {
+    MutexLock lock(mutex_);
+    auto it = free_.find({size, alignment});
+    if (it != free_.end() && !it->second.empty()) {
+      *out = it->second.back();
+      it->second.pop_back();
+      cached_bytes_ -= size;
+      Count(size);
+      return arrow::Status::OK();
+    }
+  }
+  ARROW_RETURN_NOT_OK(base_->Allocate(size, alignment, out));
+  Count(size);
+  return arrow::Status::OK();
+}
+
+arrow::Status RecyclingPool::Reallocate(int64_t old_size, int64_t new_size, int64_t alignment,
+                                        uint8_t** ptr) {
+  uint8_t* fresh = nullptr;
+  ARROW_RETURN_NOT_OK(Allocate(new_size, alignment, &fresh));
+  std::memcpy(fresh, *ptr, static_cast<size_t>(std::min(old_size, new_size)));
+  Free(*ptr, old_size, alignment);
+  *ptr = fresh;
+  return arrow::Status::OK();
+}
+
+void RecyclingPool::Free(uint8_t* buffer, int64_t size, int64_t alignment) {
+  Count(-size);
+  if (size >= kMinRecycledBytes) {
+    MutexLock lock(mutex_);
+    if (cached_bytes_ + size <= max_cached_bytes_) {
+      free_[{size, alignment}].push_back(buffer);
+      cached_bytes_ += size;
+      return;
+    }
+  }
+  base_->Free(buffer, size, alignment);
+}
+
+int64_t RecyclingPool::cached_bytes() const {
+  MutexLock lock(mutex_);
+  return cached_bytes_;
+}
+
+}  // namespace stoker
