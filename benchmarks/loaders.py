@@ -234,6 +234,8 @@ def _petastorm_batches(spec: Spec) -> Iterator[Batch]:
         yield from BatchedDataLoader(
             reader, batch_size=spec.batch_size, shuffling_queue_capacity=spec.shuffle_rows
         )
+    except TypeError as exc:  # Its torch collation refuses strings (the criteo-nulls data).
+        raise NotAvailable(f"BatchedDataLoader: {exc}") from exc
     finally:
         reader.stop()
         reader.join()
