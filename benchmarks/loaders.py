@@ -333,10 +333,12 @@ def _source_identity(dataset: str) -> list[list[Any]]:
 
 def _streaming_convert(spec: Spec) -> None:
     """Writes the dataset as MDS with Streaming's own `MDSWriter` (its default compression,
-    none, and shard size), row by row as its docs show, into DIR.mds; kept while the Parquet
-    files are unchanged."""
-    import pyarrow.parquet as pq
-    from streaming import MDSWriter
+    none, and shard size), row by row, into DIR.mds; kept while the Parquet files are
+    unchanged. As Streaming's docs do a parallel conversion: one writer per Parquet file, each
+    in a process of a pool, into a subfolder, then `merge_index` joins their indexes."""
+    import multiprocessing
+
+    from streaming.base.util import merge_index
 
     out = mds_path(spec.dataset)
     stamp = os.path.join(out, MDS_STAMP)
@@ -347,14 +349,26 @@ def _streaming_convert(spec: Spec) -> None:
                 return
     encodings = _mds_columns(spec.dataset, spec.columns)
     shutil.rmtree(out, ignore_errors=True)
-    with MDSWriter(out=out, columns=encodings) as writer:
-        for path in parquet_files(spec.dataset):
-            for batch in pq.ParquetFile(path).iter_batches(columns=spec.columns):
-                columns = _numpy_columns(batch)
-                for row in range(batch.num_rows):
-                    writer.write({name: values[row] for name, values in columns.items()})
+    parts = [(path, os.path.join(out, f"{index:05d}"), spec.columns, encodings)
+             for index, path in enumerate(parquet_files(spec.dataset))]
+    with multiprocessing.Pool(min(len(parts), os.cpu_count() or 1)) as pool:
+        pool.map(_write_mds_part, parts)
+    merge_index(out, keep_local=True)
     with open(stamp, "w") as f:
         json.dump(identity, f)
+
+
+def _write_mds_part(part: tuple[str, str, list[str], dict[str, str]]) -> None:
+    """One Parquet file into one MDS folder, a sample per row."""
+    import pyarrow.parquet as pq
+    from streaming import MDSWriter
+
+    path, out, columns, encodings = part
+    with MDSWriter(out=out, columns=encodings) as writer:
+        for batch in pq.ParquetFile(path).iter_batches(columns=columns):
+            values = _numpy_columns(batch)
+            for row in range(batch.num_rows):
+                writer.write({name: column[row] for name, column in values.items()})
 
 
 def _numpy_columns(batch: Any) -> dict[str, Any]:
