@@ -388,50 +388,57 @@ def _run_child(
     skews the figures)."""
     waited = _wait_for_quiet(quiet_wait)
     busy_before, own_before, reaped_before = _machine_busy_seconds(), *_our_cpu_seconds()
+    started = time.perf_counter()
+    out, exit_code, sampler = _sampled(command, log, label, pythonpath)
+    if out is None:
+        return {"status": "failed", "reason": f"timed out after {CHILD_TIMEOUT_S} s"}
+    lines = out.strip().splitlines()
+    if not lines or not lines[-1].startswith("{"):
+        return {"status": "failed", "reason": f"exit code {exit_code}; see {log}"}
+    # measure.py prints its result before tearing the loader down; a teardown that fails after
+    # (Ray's, sometimes, after an early stop) does not void the measurement, but is recorded.
+    result = json.loads(lines[-1])
+    # Ours: this process, plus the measurement's tree as reaped or, for what was never reaped
+    # here, as last seen in /proc (sampling misses at most PROCESS_SCAN_S of each process).
+    own, reaped = _our_cpu_seconds()
+    ours = own - own_before + max(reaped - reaped_before, sum(sampler.cpu_seen.values()))
+    others = (_machine_busy_seconds() - busy_before) - ours
+    return result | {
+        "exit_code": exit_code,
+        "peak_memory_bytes": sampler.peak_bytes,
+        "max_processes": sampler.max_processes,
+        "other_cpu_seconds": max(0.0, others),
+        "child_seconds": time.perf_counter() - started,
+        "waited_for_quiet_seconds": waited,
+    }
+
+
+def _sampled(
+    command: list[str], log: Path, label: str, pythonpath: str | None
+) -> tuple[str | None, int, _TreeSampler]:
+    """Runs `command`, its stderr appended to `log` under `label`, while a _TreeSampler watches
+    its process tree: (stdout, exit code, sampler); stdout is None if it timed out."""
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1")
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
     with log.open("a") as stderr:
         stderr.write(f"\n=== {label}\n")
         stderr.flush()
-        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1")
-        if pythonpath:
-            env["PYTHONPATH"] = pythonpath
-        started = time.perf_counter()
         child = subprocess.Popen(
-            command,
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-            cwd=REPO,
-            env=env,
+            command, stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=REPO, env=env
         )
         sampler = _TreeSampler(child.pid)
         try:
             out, _ = child.communicate(timeout=CHILD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             _kill_tree(child)
-            return {"status": "failed", "reason": f"timed out after {CHILD_TIMEOUT_S} s"}
+            out = None
         except BaseException:  # Ctrl-C: leave no measurement (or Ray cluster) behind.
             _kill_tree(child)
             raise
         finally:
             sampler.stop()
-    lines = out.strip().splitlines()
-    if not lines or not lines[-1].startswith("{"):
-        return {"status": "failed", "reason": f"exit code {child.returncode}; see {log}"}
-    # measure.py prints its result before tearing the loader down; a teardown that fails after
-    # (Ray's, sometimes, after an early stop) does not void the measurement, but is recorded.
-    result = json.loads(lines[-1])
-    result["exit_code"] = child.returncode
-    result["peak_memory_bytes"] = sampler.peak_bytes
-    result["max_processes"] = sampler.max_processes
-    # Ours: this process, plus the measurement's tree as reaped or, for what was never reaped
-    # here, as last seen in /proc (sampling misses at most PROCESS_SCAN_S of each process).
-    own, reaped = _our_cpu_seconds()
-    ours = own - own_before + max(reaped - reaped_before, sum(sampler.cpu_seen.values()))
-    others = (_machine_busy_seconds() - busy_before) - ours
-    result["other_cpu_seconds"] = max(0.0, others)
-    result["child_seconds"] = time.perf_counter() - started
-    result["waited_for_quiet_seconds"] = waited
-    return result
+    return out, child.returncode, sampler
 
 
 def _wait_for_quiet(limit: float) -> float:

@@ -28,7 +28,7 @@ def drain(
     max_rows: int | None = None,
     on_batch: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Consumes `batches` and returns what it took.
+    """Consumes `batches` and returns what it took (see `_Tally.figures`).
 
     `started` is the `time.perf_counter()` at which the clock started (the caller starts it
     before building the loader, so setup counts). `sizer` gives a batch's (rows, bytes)
@@ -39,54 +39,72 @@ def drain(
     early; `on_batch(batches, rows)` is called after every batch (progress).
     """
     sizer = sizer or rows_and_bytes
-    rows = delivered = count = 0
-    first_batch_at = first_rows = None
-    wait = step = 0.0  # After the first batch: seconds blocked on the loader, seconds "training".
-    waits = []  # Each batch's wait after the first.
+    tally = _Tally(started)
     while True:
         asked = time.perf_counter()
         batch = next(batches, None)
         got = time.perf_counter()
         if batch is None:
-            wait += got - asked
+            tally.wait += got - asked
             break
-        batch_rows, batch_bytes = sizer(batch)
-        if first_batch_at is None:
-            first_batch_at, first_rows = got - started, batch_rows
-        else:
-            wait += got - asked
-            waits.append(got - asked)
-        rows += batch_rows
-        delivered += batch_bytes
-        count += 1
+        tally.add(*sizer(batch), asked=asked, got=got)
         if step_rows_per_s:
             step_started = time.perf_counter()
-            time.sleep(batch_rows / step_rows_per_s)
-            step += time.perf_counter() - step_started
+            time.sleep(tally.last_rows / step_rows_per_s)
+            tally.step += time.perf_counter() - step_started
         if on_batch is not None:
-            on_batch(count, rows)
-        if max_rows is not None and rows >= max_rows:
+            on_batch(tally.batches, tally.rows)
+        if max_rows is not None and tally.rows >= max_rows:
             break
-    seconds = time.perf_counter() - started
-    after_first = seconds - (first_batch_at or 0.0)
-    return {
-        "rows": rows,
-        "batches": count,
-        "bytes": delivered,
-        "seconds": seconds,
-        "rows_per_s": rows / seconds,
-        "mb_per_s": delivered / seconds / 1e6,
-        "first_batch_seconds": first_batch_at,
-        # Rate once the first batch is out, which discounts startup (and the filling of a
-        # shuffle buffer, which a long epoch pays once too).
-        "steady_rows_per_s": (rows - (first_rows or 0)) / after_first if after_first > 0 else None,
-        "wait_seconds": wait,
-        "step_seconds": step,
-        "stall_share": wait / after_first if step_rows_per_s and after_first > 0 else None,
-        # The typical wait tells a loader that falls behind (long waits) from one whose ready
-        # batches cost time to hand over (short waits, every batch).
-        "wait_median_ms": statistics.median(waits) * 1e3 if waits else None,
-    }
+    return tally.figures(time.perf_counter() - started, stalled=bool(step_rows_per_s))
+
+
+class _Tally:
+    """What `drain` counts. Waits are counted from the second batch on: the first one's is
+    setup, reported apart as first_batch_seconds."""
+
+    def __init__(self, started: float) -> None:
+        self.started = started
+        self.rows = self.bytes = self.batches = self.last_rows = 0
+        self.first_batch_at: float | None = None
+        self.first_rows = 0
+        self.wait = 0.0  # Seconds blocked on the loader after the first batch.
+        self.step = 0.0  # Seconds in the simulated training step.
+        self.waits: list[float] = []  # Each batch's wait after the first.
+
+    def add(self, rows: int, size: int, *, asked: float, got: float) -> None:
+        if self.first_batch_at is None:
+            self.first_batch_at, self.first_rows = got - self.started, rows
+        else:
+            self.wait += got - asked
+            self.waits.append(got - asked)
+        self.rows += rows
+        self.bytes += size
+        self.batches += 1
+        self.last_rows = rows
+
+    def figures(self, seconds: float, *, stalled: bool) -> dict[str, Any]:
+        after_first = seconds - (self.first_batch_at or 0.0)
+        return {
+            "rows": self.rows,
+            "batches": self.batches,
+            "bytes": self.bytes,
+            "seconds": seconds,
+            "rows_per_s": self.rows / seconds,
+            "mb_per_s": self.bytes / seconds / 1e6,
+            "first_batch_seconds": self.first_batch_at,
+            # Rate once the first batch is out, which discounts startup (and the filling of a
+            # shuffle buffer, which a long epoch pays once too).
+            "steady_rows_per_s": (self.rows - self.first_rows) / after_first
+            if after_first > 0
+            else None,
+            "wait_seconds": self.wait,
+            "step_seconds": self.step,
+            "stall_share": self.wait / after_first if stalled and after_first > 0 else None,
+            # The typical wait tells a loader that falls behind (long waits) from one whose
+            # ready batches cost time to hand over (short waits, every batch).
+            "wait_median_ms": statistics.median(self.waits) * 1e3 if self.waits else None,
+        }
 
 
 def rows_and_bytes(batch: Any) -> tuple[int, int]:
