@@ -78,9 +78,11 @@ clean:
 # `make bench`: Stoker against the loaders users would pick instead (benchmarks/harness.py;
 # the figures and how to read them: docs/benchmarks.md). Stoker, plain PyArrow and the PyTorch
 # DataLoader run in .venv as `make build` installed it; the peers get environments of their
-# own so the product's stays lean: .bench-venv (Ray Data, matplotlib, the harness itself) and
-# .bench-petastorm-venv (Petastorm 0.13 needs pyarrow < 15 and numpy < 2). BENCH_ARGS passes
-# options to the harness, e.g. BENCH_ARGS="--scale 0.1 --repeats 1" for a quick look.
+# own so the product's stays lean: .bench-venv (Ray Data, matplotlib, the harness itself),
+# .bench-petastorm-venv (Petastorm 0.13 needs pyarrow < 15 and numpy < 2),
+# .bench-streaming-venv (Mosaic Streaming needs numpy < 2.2 and torchvision, installed from the
+# package index alone: see requirements-streaming.txt) and .bench-grain-venv (Grain). BENCH_ARGS
+# passes options to the harness, e.g. BENCH_ARGS="--scale 0.1 --repeats 1" for a quick look.
 BENCH_VENV      := .bench-venv
 BENCH_PY        := $(BENCH_VENV)/bin/python
 BENCH_DEPS      := $(BENCH_VENV)/.deps-installed
@@ -88,6 +90,12 @@ PETASTORM_VENV  := .bench-petastorm-venv
 PETASTORM_PY    := $(PETASTORM_VENV)/bin/python
 PETASTORM_DEPS  := $(PETASTORM_VENV)/.deps-installed
 PETASTORM       := petastorm==0.13.1
+STREAMING_VENV  := .bench-streaming-venv
+STREAMING_PY    := $(STREAMING_VENV)/bin/python
+STREAMING_DEPS  := $(STREAMING_VENV)/.deps-installed
+GRAIN_VENV      := .bench-grain-venv
+GRAIN_PY        := $(GRAIN_VENV)/bin/python
+GRAIN_DEPS      := $(GRAIN_VENV)/.deps-installed
 BENCH_ARGS      ?=
 
 .PHONY: bench
@@ -106,7 +114,24 @@ $(PETASTORM_DEPS): benchmarks/requirements-petastorm.txt benchmarks/constraints.
 	$(PETASTORM_PY) -m pip install -q --no-deps $(PETASTORM)
 	@touch $@
 
-bench: build $(BENCH_DEPS) $(PETASTORM_DEPS)
+# --isolated: this environment's torch and torchvision come from the package index, never from
+# a local wheel directory a machine's pip configuration may add (a CPU-only torch there cannot
+# load the index's torchvision).
+$(STREAMING_DEPS): benchmarks/requirements-streaming.txt benchmarks/constraints.txt $(SYSDEPS)
+	$(PYTHON) -m venv $(STREAMING_VENV)
+	$(STREAMING_PY) -m pip install -q --isolated --upgrade pip
+	$(STREAMING_PY) -m pip install -q --isolated -c benchmarks/constraints.txt \
+	  -r benchmarks/requirements-streaming.txt
+	@touch $@
+
+$(GRAIN_DEPS): benchmarks/requirements-grain.txt benchmarks/constraints.txt $(SYSDEPS)
+	$(PYTHON) -m venv $(GRAIN_VENV)
+	$(GRAIN_PY) -m pip install -q --upgrade pip
+	$(GRAIN_PY) -m pip install -q -c benchmarks/constraints.txt -r benchmarks/requirements-grain.txt
+	@touch $@
+
+bench: build $(BENCH_DEPS) $(PETASTORM_DEPS) $(STREAMING_DEPS) $(GRAIN_DEPS)
 	$(BENCH_PY) benchmarks/harness.py --default-python $(PY) \
 	  --python ray-data=$(BENCH_PY) --python petastorm=$(PETASTORM_PY) \
+	  --python streaming=$(STREAMING_PY) --python grain=$(GRAIN_PY) \
 	  --charts docs/img --doc docs/benchmarks.md $(BENCH_ARGS)

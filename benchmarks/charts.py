@@ -22,6 +22,8 @@ SHORT_LABELS = {
     "torch-dataloader": "PyTorch\nDataLoader",
     "petastorm": "Petastorm",
     "ray-data": "Ray Data",
+    "streaming": "Mosaic\nStreaming",
+    "grain": "Grain",
 }
 COLORS = {
     "stoker": "#1f77b4",
@@ -30,6 +32,8 @@ COLORS = {
     "torch-dataloader": "#ff7f0e",
     "petastorm": "#2ca02c",
     "ray-data": "#d62728",
+    "streaming": "#9467bd",
+    "grain": "#8c564b",
 }
 DPI = 130
 

@@ -10,8 +10,11 @@ its loader (`--python petastorm=.bench-petastorm-venv/bin/python`; default: this
 loader runs in an environment that has it and CPU time and memory belong to it alone. While a
 measurement runs, this process samples the memory of its whole process tree.
 
-1. Datasets: the criteo, wide and embeddings presets written by `stoker gen` (kept when a
-   previous run wrote them with the same options), read once into the page cache.
+1. Datasets: the criteo, criteo-nulls, wide and embeddings presets written by `stoker gen`
+   (kept when a previous run wrote them with the same options), read once into the page
+   cache; criteo-nulls is delivered as Arrow (ARROW_DATASETS). Loaders that read their own
+   format (Mosaic Streaming: MDS) convert each dataset once, outside the clock, and keep the
+   copy beside it.
 2. Throughput: every setting of every loader (loaders.SETTINGS), `--repeats` times,
    interleaved (the order rotates per repeat). A loader's figures are those of its setting
    with the best median rows/s; that setting is the one measured from then on.
@@ -40,8 +43,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import report
 from loaders import LOADERS, SETTINGS, Spec
 from proctree import CLOCK_TICKS, descendants, process_table, rss_bytes
+from report import LOADER_ORDER
 
 REPO = Path(__file__).resolve().parent.parent
 MEASURE = Path(__file__).resolve().parent / "measure.py"
@@ -50,9 +55,13 @@ MEASURE = Path(__file__).resolve().parent / "measure.py"
 # epoch for Stoker, up to half a minute for the slowest peer setting.
 DATASETS: dict[str, dict[str, Any]] = {
     "criteo": {"preset": "criteo", "rows": 2_000_000, "files": 4},
+    "criteo-nulls": {"preset": "criteo-nulls", "rows": 2_000_000, "files": 4},
     "wide": {"preset": "wide", "rows": 200_000, "files": 2, "columns": 500},
     "embeddings": {"preset": "embeddings", "rows": 1_000_000, "files": 4},
 }
+# Datasets delivered as Arrow record batches rather than tensors: tensors cannot hold nulls or
+# strings (the loaders that cannot deliver Arrow deliver what they have, see loaders.py).
+ARROW_DATASETS = ("criteo-nulls",)
 STALL_DATASET = "criteo"
 STALL_RATES = (250_000, 500_000, 1_000_000, 4_000_000)  # R: accelerator speeds, rows/s.
 STALL_ROWS = 500_000  # Rows consumed per stall run (at R = 250k rows/s: 2 s of steps).
@@ -71,7 +80,6 @@ QUIET_PROBE_S = 0.3
 QUIET_WAIT_S = 120
 PROCESS_SCAN_S = 0.5
 CHILD_TIMEOUT_S = 900
-LOADER_ORDER = ("stoker", "stoker-warm", "pyarrow", "torch-dataloader", "petastorm", "ray-data")
 GENERATED_FILES = "part-*.parquet"
 
 
@@ -119,8 +127,6 @@ def main(argv: list[str] | None = None) -> int:
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     _say(f"results: {args.out}")
 
-    import report  # Imported late: it is only needed once there are results.
-
     print(report.summary_text(results))
     if args.doc is not None:
         report.update_doc(args.doc, results)
@@ -138,10 +144,35 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(config: Config) -> dict[str, Any]:
     """All phases; returns the results document (meta, runs, summary, goals)."""
-    import report
-
     started = time.perf_counter()
-    meta: dict[str, Any] = {
+    config.log.write_text("")
+    meta = _meta(config)
+    runs: list[dict[str, Any]] = []
+    runner = _Runner(config, runs)
+    loaders = _runnable_loaders(config, runner)
+    datasets = {name: _dataset(config, name, 1) for name in config.datasets}
+    _convert(config, runner, datasets, loaders)
+
+    best = _throughput_phase(config, runner, datasets, loaders)
+    if STALL_DATASET in datasets and config.stall_rates:
+        _stall_phase(config, runner, datasets[STALL_DATASET], loaders, best)
+    if "stoker" in loaders:
+        _stoker_phases(config, runner, datasets)
+
+    meta |= {
+        "seconds": round(time.perf_counter() - started, 1),
+        "environments": _environments(config, loaders),
+        "datasets": {name: _dataset_meta(dataset) for name, dataset in datasets.items()},
+        "best_settings": best,
+    }
+    results = {"meta": meta, "runs": runs, "summary": report.summarize(runs)}
+    results["goals"] = report.goals(results)
+    return results
+
+
+def _meta(config: Config) -> dict[str, Any]:
+    """What the results were measured with; snapshots the Stoker build (see _snapshot_stoker)."""
+    return {
         "started": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
         "machine": _machine(),
         "git": _git(),
@@ -150,52 +181,77 @@ def run(config: Config) -> dict[str, Any]:
         "repeats": config.repeats,
         "stall_rates": config.stall_rates,
         "stall_rows": config.stall_rows,
+        "stoker_build": _snapshot_stoker(config),
     }
-    config.log.write_text("")
-    meta["stoker_build"] = _snapshot_stoker(config)
-    available = _availability(config)
-    loaders = [loader for loader in config.loaders if not available[loader]]
-    datasets = {name: _dataset(config, name, 1) for name in config.datasets}
-    runs: list[dict[str, Any]] = []
-    runner = _Runner(config, runs)
-    for dataset in datasets.values():
-        for loader in config.loaders:
-            if available[loader]:
-                runner.record_unavailable(dataset, loader, available[loader])
 
-    # Throughput: every setting of every loader, each repeat in a rotated order.
+
+def _runnable_loaders(config: Config, runner: _Runner) -> list[str]:
+    """The loaders whose environment imports them; the others are recorded as not available
+    on every dataset."""
+    available = _availability(config)
+    for loader in config.loaders:
+        if available[loader]:
+            for name in config.datasets:
+                runner.record_unavailable(name, loader, available[loader])
+    return [loader for loader in config.loaders if not available[loader]]
+
+
+def _convert(
+    config: Config, runner: _Runner, datasets: dict[str, dict[str, Any]], loaders: list[str]
+) -> None:
+    """Writes the copies that loaders reading their own format need (Streaming's MDS), each in
+    a process of the loader's environment, before and outside any measurement."""
+    for loader in loaders:
+        if LOADERS[loader].convert is None:
+            continue
+        for dataset in datasets.values():
+            runner.convert(dataset, loader)
+
+
+def _throughput_phase(
+    config: Config, runner: _Runner, datasets: dict[str, dict[str, Any]], loaders: list[str]
+) -> dict[str, dict[str, Any]]:
+    """Every setting of every loader on every dataset, each repeat in a rotated order; returns
+    dataset -> loader -> the settings with the best median rows/s."""
     plan = [(name, loader, settings) for name in datasets for loader in loaders
             for settings in SETTINGS[loader]]
     for repeat in range(config.repeats):
         for name, loader, settings in _rotated(plan, repeat):
-            runner.measure("throughput", datasets[name], loader, settings, repeat=repeat)
-    best = report.best_settings(report.summarize(runs))
+            runner.measure(
+                "throughput", datasets[name], loader, settings,
+                repeat=repeat, max_rows=LOADERS[loader].max_rows,
+            )  # fmt: skip
+    return report.best_settings(report.summarize(runner.runs))
 
-    if STALL_DATASET in datasets and config.stall_rates:
-        chosen = best.get(STALL_DATASET, {})
-        stall_plan = [(loader, rate) for loader in loaders if loader in chosen
-                      for rate in config.stall_rates]
-        for repeat in range(config.repeats):
-            for loader, rate in _rotated(stall_plan, repeat):
-                runner.measure(
-                    "stall",
-                    datasets[STALL_DATASET],
-                    loader,
-                    chosen[loader],
-                    repeat=repeat,
-                    step_rows_per_s=rate,
-                    max_rows=config.stall_rows,
-                )
 
-    stoker_runs = "stoker" in loaders
-    if STALL_DATASET in datasets and stoker_runs and config.shuffle_cost:
+def _stall_phase(
+    config: Config,
+    runner: _Runner,
+    dataset: dict[str, Any],
+    loaders: list[str],
+    best: dict[str, dict[str, Any]],
+) -> None:
+    """Every loader, at its best setting, under a simulated training step at each R."""
+    chosen = best.get(dataset["name"], {})
+    plan = [(loader, rate) for loader in loaders if loader in chosen and LOADERS[loader].stall
+            for rate in config.stall_rates]
+    for repeat in range(config.repeats):
+        for loader, rate in _rotated(plan, repeat):
+            runner.measure(
+                "stall", dataset, loader, chosen[loader],
+                repeat=repeat, step_rows_per_s=rate, max_rows=config.stall_rows,
+            )  # fmt: skip
+
+
+def _stoker_phases(config: Config, runner: _Runner, datasets: dict[str, dict[str, Any]]) -> None:
+    """What shuffling costs Stoker, and how it grows with the data and the threads."""
+    if STALL_DATASET in datasets and config.shuffle_cost:
         for repeat in range(config.repeats):
             for settings in _rotated(list(SHUFFLE_COST_SETTINGS), repeat):
                 runner.measure(
                     "shuffle-cost", datasets[STALL_DATASET], "stoker", settings, repeat=repeat
                 )
-
-    if GROWTH_DATASET in datasets and stoker_runs and config.growth_sizes:
+    if GROWTH_DATASET in datasets and config.growth_sizes:
         top = max(config.growth_threads)
         points = [(size, top) for size in config.growth_sizes]
         points += [(1, threads) for threads in config.growth_threads if threads != top]
@@ -207,19 +263,10 @@ def run(config: Config) -> dict[str, Any]:
                     repeat=repeat, size=size,
                 )
 
-    meta |= {
-        "seconds": round(time.perf_counter() - started, 1),
-        "environments": _environments(config, loaders),
-        "datasets": {
-            name: {key: value for key, value in dataset.items() if key != "columns"}
-            | {"columns": len(dataset["columns"])}
-            for name, dataset in datasets.items()
-        },
-        "best_settings": best,
-    }
-    results = {"meta": meta, "runs": runs, "summary": report.summarize(runs)}
-    results["goals"] = report.goals(results)
-    return results
+
+def _dataset_meta(dataset: dict[str, Any]) -> dict[str, Any]:
+    meta = {key: value for key, value in dataset.items() if key != "columns"}
+    return meta | {"columns": len(dataset["columns"])}
 
 
 class _Runner:
@@ -243,6 +290,12 @@ class _Runner:
         max_rows: int | None = None,
         size: int = 1,
     ) -> None:
+        if (dataset["label"], loader) in self.cannot:  # Said so once: that is enough.
+            return
+        spec = self._spec(dataset, loader, settings, step_rows_per_s, max_rows)
+        label = f"{phase} {dataset['label']} {loader} {json.dumps(settings)}"
+        if step_rows_per_s:
+            label += f" R={step_rows_per_s:,.0f}"
         record = {
             "phase": phase,
             "dataset": dataset["name"],
@@ -252,29 +305,7 @@ class _Runner:
             "repeat": repeat,
             "step_rows_per_s": step_rows_per_s,
         }
-        if (dataset["label"], loader) in self.cannot:  # Said so once: that is enough.
-            return
-        spec = Spec(
-            loader=loader,
-            dataset=dataset["path"],
-            columns=dataset["columns"],
-            batch_size=self.config.batch_size,
-            settings=settings,
-            step_rows_per_s=step_rows_per_s,
-            max_rows=max_rows,
-        )
-        label = f"{phase} {dataset['label']} {loader} {json.dumps(settings)}"
-        if step_rows_per_s:
-            label += f" R={step_rows_per_s:,.0f}"
-        python = self.config.pythons[loader]
-        record |= _run_child(
-            python,
-            spec,
-            self.config.log,
-            label,
-            self.config.quiet_wait,
-            self.config.pythonpath.get(python),
-        )
+        record |= self._child(loader, spec, label, [])
         if record["status"] == "not-available":
             self.cannot[(dataset["label"], loader)] = record["reason"]
         if record["status"] == "ok":
@@ -287,10 +318,22 @@ class _Runner:
         self.runs.append(record)
         _say(f"{label}: {_brief(record)}")
 
-    def record_unavailable(self, dataset: dict[str, Any], loader: str, reason: str) -> None:
+    def convert(self, dataset: dict[str, Any], loader: str) -> None:
+        """Has `loader` write its own copy of `dataset` (measure.py --convert); if it cannot,
+        records why, and the loader is not measured on that dataset."""
+        spec = self._spec(dataset, loader, SETTINGS[loader][0], None, None)
+        label = f"convert {dataset['label']} {loader}"
+        _say(f"{label} (outside the clock; kept for later runs)")
+        result = self._child(loader, spec, label, ["--convert"], quiet_wait=0)
+        if result["status"] != "ok":
+            self.cannot[(dataset["label"], loader)] = result["reason"]
+            self.record_unavailable(dataset["name"], loader, result["reason"])
+            _say(f"{label}: {result['status']}: {result['reason']}")
+
+    def record_unavailable(self, dataset: str, loader: str, reason: str) -> None:
         self.runs.append({
             "phase": "throughput",
-            "dataset": dataset["name"],
+            "dataset": dataset,
             "size": 1,
             "loader": loader,
             "settings": None,
@@ -300,58 +343,102 @@ class _Runner:
             "reason": reason,
         })
 
+    def _spec(
+        self,
+        dataset: dict[str, Any],
+        loader: str,
+        settings: dict[str, Any],
+        step_rows_per_s: float | None,
+        max_rows: int | None,
+    ) -> Spec:
+        return Spec(
+            loader=loader,
+            dataset=dataset["path"],
+            columns=dataset["columns"],
+            batch_size=self.config.batch_size,
+            settings=settings,
+            step_rows_per_s=step_rows_per_s,
+            max_rows=max_rows,
+            output=dataset["output"],
+        )
+
+    def _child(
+        self,
+        loader: str,
+        spec: Spec,
+        label: str,
+        flags: list[str],
+        quiet_wait: float | None = None,
+    ) -> dict[str, Any]:
+        python = self.config.pythons[loader]
+        return _run_child(
+            [python, str(MEASURE), *flags, json.dumps(dataclasses.asdict(spec))],
+            self.config.log,
+            label,
+            self.config.quiet_wait if quiet_wait is None else quiet_wait,
+            self.config.pythonpath.get(python),
+        )
+
 
 def _run_child(
-    python: str, spec: Spec, log: Path, label: str, quiet_wait: float, pythonpath: str | None
+    command: list[str], log: Path, label: str, quiet_wait: float, pythonpath: str | None
 ) -> dict[str, Any]:
-    """Runs measure.py for `spec` and returns its result, the tree's peak memory, and the CPU
-    time other processes on the machine took meanwhile (a busy machine skews the figures)."""
+    """Runs `command` (measure.py and its arguments) and returns its result, the tree's peak
+    memory, and the CPU time other processes on the machine took meanwhile (a busy machine
+    skews the figures)."""
     waited = _wait_for_quiet(quiet_wait)
     busy_before, own_before, reaped_before = _machine_busy_seconds(), *_our_cpu_seconds()
+    started = time.perf_counter()
+    out, exit_code, sampler = _sampled(command, log, label, pythonpath)
+    if out is None:
+        return {"status": "failed", "reason": f"timed out after {CHILD_TIMEOUT_S} s"}
+    lines = out.strip().splitlines()
+    if not lines or not lines[-1].startswith("{"):
+        return {"status": "failed", "reason": f"exit code {exit_code}; see {log}"}
+    # measure.py prints its result before tearing the loader down; a teardown that fails after
+    # (Ray's, sometimes, after an early stop) does not void the measurement, but is recorded.
+    result = json.loads(lines[-1])
+    # Ours: this process, plus the measurement's tree as reaped or, for what was never reaped
+    # here, as last seen in /proc (sampling misses at most PROCESS_SCAN_S of each process).
+    own, reaped = _our_cpu_seconds()
+    ours = own - own_before + max(reaped - reaped_before, sum(sampler.cpu_seen.values()))
+    others = (_machine_busy_seconds() - busy_before) - ours
+    return result | {
+        "exit_code": exit_code,
+        "peak_memory_bytes": sampler.peak_bytes,
+        "max_processes": sampler.max_processes,
+        "other_cpu_seconds": max(0.0, others),
+        "child_seconds": time.perf_counter() - started,
+        "waited_for_quiet_seconds": waited,
+    }
+
+
+def _sampled(
+    command: list[str], log: Path, label: str, pythonpath: str | None
+) -> tuple[str | None, int, _TreeSampler]:
+    """Runs `command`, its stderr appended to `log` under `label`, while a _TreeSampler watches
+    its process tree: (stdout, exit code, sampler); stdout is None if it timed out."""
+    env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1")
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
     with log.open("a") as stderr:
         stderr.write(f"\n=== {label}\n")
         stderr.flush()
-        env = dict(os.environ, RAY_USAGE_STATS_ENABLED="0", PYTHONUNBUFFERED="1")
-        if pythonpath:
-            env["PYTHONPATH"] = pythonpath
-        started = time.perf_counter()
         child = subprocess.Popen(
-            [python, str(MEASURE), json.dumps(dataclasses.asdict(spec))],
-            stdout=subprocess.PIPE,
-            stderr=stderr,
-            text=True,
-            cwd=REPO,
-            env=env,
+            command, stdout=subprocess.PIPE, stderr=stderr, text=True, cwd=REPO, env=env
         )
         sampler = _TreeSampler(child.pid)
         try:
             out, _ = child.communicate(timeout=CHILD_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             _kill_tree(child)
-            return {"status": "failed", "reason": f"timed out after {CHILD_TIMEOUT_S} s"}
+            out = None
         except BaseException:  # Ctrl-C: leave no measurement (or Ray cluster) behind.
             _kill_tree(child)
             raise
         finally:
             sampler.stop()
-    lines = out.strip().splitlines()
-    if not lines or not lines[-1].startswith("{"):
-        return {"status": "failed", "reason": f"exit code {child.returncode}; see {log}"}
-    # measure.py prints its result before tearing the loader down; a teardown that fails after
-    # (Ray's, sometimes, after an early stop) does not void the measurement, but is recorded.
-    result = json.loads(lines[-1])
-    result["exit_code"] = child.returncode
-    result["peak_memory_bytes"] = sampler.peak_bytes
-    result["max_processes"] = sampler.max_processes
-    # Ours: this process, plus the measurement's tree as reaped or, for what was never reaped
-    # here, as last seen in /proc (sampling misses at most PROCESS_SCAN_S of each process).
-    own, reaped = _our_cpu_seconds()
-    ours = own - own_before + max(reaped - reaped_before, sum(sampler.cpu_seen.values()))
-    others = (_machine_busy_seconds() - busy_before) - ours
-    result["other_cpu_seconds"] = max(0.0, others)
-    result["child_seconds"] = time.perf_counter() - started
-    result["waited_for_quiet_seconds"] = waited
-    return result
+    return out, child.returncode, sampler
 
 
 def _wait_for_quiet(limit: float) -> float:
@@ -477,6 +564,7 @@ def _dataset(config: Config, name: str, size: int) -> dict[str, Any]:
         "name": name,
         "label": label,
         "path": str(path),
+        "output": "arrow" if name in ARROW_DATASETS else "torch",
         "gen": options,
         "rows": options["rows"],
         "columns": schema.names,
@@ -548,7 +636,8 @@ def _environments(config: Config, loaders: list[str]) -> dict[str, Any]:
     script = (
         "import importlib.metadata as m, json, platform\n"
         "v = {'python': platform.python_version()}\n"
-        "for p in ('stoker', 'pyarrow', 'numpy', 'torch', 'petastorm', 'ray', 'pandas'):\n"
+        "for p in ('stoker', 'pyarrow', 'numpy', 'torch', 'petastorm', 'ray',\n"
+        "          'mosaicml-streaming', 'grain', 'pandas'):\n"
         "    try: v[p] = m.version(p)\n"
         "    except m.PackageNotFoundError: pass\n"
         "print(json.dumps(v))\n"

@@ -1,9 +1,12 @@
-"""`stoker bench`: Stoker's loader against plain pyarrow reading of the same columns.
+"""`stoker bench`: Stoker's loader, shuffled and unshuffled, against plain pyarrow reading of
+the same columns.
 
 Each measurement runs in a fresh child process (`python -m stoker._bench KIND OPTIONS_JSON`)
 that prints its result as one JSON line, so peak resident memory and CPU time belong to one
 reader alone. The pyarrow run reads the files in order with `ParquetFile.iter_batches` and
 converts every column to numpy, without shuffling: the decode floor Stoker is measured against.
+Stoker runs as asked and, when asked to shuffle, once more without: the two ratios to the floor
+and their quotient tell what decoding costs and what the shuffle adds.
 """
 
 from __future__ import annotations
@@ -16,16 +19,29 @@ import resource
 import subprocess
 import sys
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from stoker._console import Progress, format_bytes, format_count, format_table
 from stoker._inspect import resolve_sources
+from stoker._meter import drain
 
-__all__ = ["OUTPUTS", "BenchOptions", "format_text", "run_bench"]
+__all__ = ["OUTPUTS", "BenchOptions", "arrow_to_numpy", "format_text", "run_bench"]
 
 OUTPUTS = ("numpy", "torch", "arrow")
-KINDS = ("stoker", "pyarrow")
+KINDS = ("stoker", "pyarrow")  # What a child process measures.
+# The readers of a result, in table order: key -> (child kind, column heading).
+READERS = {
+    "stoker": ("stoker", "stoker"),
+    "stoker_unshuffled": ("stoker", "stoker no-shuffle"),
+    "pyarrow": ("pyarrow", "pyarrow"),
+}
+# The ratios of a result: key -> (reader over reader, how the text output names it).
+RATIOS = {
+    "shuffled_vs_pyarrow": ("stoker", "pyarrow", "stoker / pyarrow"),
+    "unshuffled_vs_pyarrow": ("stoker_unshuffled", "pyarrow", "stoker no-shuffle / pyarrow"),
+    "shuffled_vs_unshuffled": ("stoker", "stoker_unshuffled", "stoker / stoker no-shuffle"),
+}
 
 # Seconds-per-stage keys of Loader.stats(), in pipeline order, with their table labels.
 STAGE_KEYS = (
@@ -64,28 +80,47 @@ class BenchOptions:
             raise ValueError("columns must name at least one column")
 
 
-def run_bench(options: BenchOptions, *, pyarrow: bool = True) -> dict[str, Any]:
-    """Measures Stoker, then (if `pyarrow`) the pyarrow baseline, each in a child process.
+def run_bench(
+    options: BenchOptions, *, pyarrow: bool = True, unshuffled: bool = True
+) -> dict[str, Any]:
+    """Measures Stoker as `options` say, then (if `unshuffled` and `options.shuffle`) Stoker
+    without shuffle, then (if `pyarrow`) the pyarrow baseline, each in a child process.
 
-    Returns {"source", "options", "stoker", "pyarrow", "ratio"}; "pyarrow" and "ratio" are None
-    without the baseline. Raises FileNotFoundError when the source names no files and
-    ChildProcessError when a measurement fails (its messages are on stderr).
+    Returns {"source", "options", "stoker", "stoker_unshuffled", "pyarrow", "ratios", "ratio"}:
+    a reader not measured is None, and so is every ratio that needs it. "ratios" maps each key
+    of RATIOS to a quotient of rows/s; "ratio" is its "shuffled_vs_pyarrow" (Stoker as asked
+    over the baseline), kept for scripts written before the unshuffled run. Raises
+    FileNotFoundError when the source names no files and ChildProcessError when a measurement
+    fails (its messages are on stderr).
     """
     options.validate()
-    # The first reader would otherwise pay for cold reads that the second gets for free.
+    # The first reader would otherwise pay for cold reads that the next ones get for free.
     _warm_page_cache(resolve_sources([options.source]))
-    stoker = _run_child("stoker", options)
-    baseline = _run_child("pyarrow", options) if pyarrow else None
-    ratio = None
-    if baseline is not None and baseline["rows_per_s"] > 0:
-        ratio = stoker["rows_per_s"] / baseline["rows_per_s"]
+    wanted = {
+        "stoker": options,
+        "stoker_unshuffled": dataclasses.replace(options, shuffle=False)
+        if unshuffled and options.shuffle
+        else None,
+        "pyarrow": options if pyarrow else None,
+    }
+    readers = {
+        name: _run_child(READERS[name][0], reader_options) if reader_options else None
+        for name, reader_options in wanted.items()
+    }
+    ratios = {key: _ratio(readers[top], readers[bottom]) for key, (top, bottom, _) in RATIOS.items()}
     return {
         "source": options.source,
         "options": dataclasses.asdict(options),
-        "stoker": stoker,
-        "pyarrow": baseline,
-        "ratio": ratio,
+        **readers,
+        "ratios": ratios,
+        "ratio": ratios["shuffled_vs_pyarrow"],
     }
+
+
+def _ratio(top: dict[str, Any] | None, bottom: dict[str, Any] | None) -> float | None:
+    if top is None or bottom is None or bottom["rows_per_s"] <= 0:
+        return None
+    return top["rows_per_s"] / bottom["rows_per_s"]
 
 
 def _warm_page_cache(files: list[str]) -> None:
@@ -136,7 +171,8 @@ def _measure(kind: str, options: BenchOptions) -> dict[str, Any]:
         files = resolve_sources([options.source])
         epoch_batches = _pyarrow_batch_count(files, options.batch_size)
         batches = (b for _ in range(options.epochs) for b in _pyarrow_batches(files, options))
-    result = _drain(kind, batches, epoch_batches * options.epochs, started)
+    progress = _progress(kind, epoch_batches * options.epochs, started)
+    result = drain(iter(batches), started=started, on_batch=progress)
     result["cpu_seconds"] = _cpu_seconds() - cpu_before
     result["peak_rss_bytes"] = _peak_rss_bytes()
     result["baseline_rss_bytes"] = baseline_rss
@@ -172,65 +208,39 @@ def _pyarrow_batches(files: list[str], options: BenchOptions) -> Iterator[dict[s
     for path in files:
         reader = pq.ParquetFile(path)
         for batch in reader.iter_batches(batch_size=options.batch_size, columns=options.columns):
-            yield {
-                name: _to_numpy(column)
-                for name, column in zip(batch.schema.names, batch.columns, strict=True)
-            }
+            yield arrow_to_numpy(batch)
 
 
-def _to_numpy(array: Any) -> Any:
-    """A column as numpy, fixed-size lists as one more dimension, as Stoker delivers them."""
+def arrow_to_numpy(batch: Any) -> dict[str, Any]:
+    """An Arrow record batch as {column: numpy array}, fixed-size lists as one more dimension,
+    as Stoker delivers them. The one Python copy of this conversion, shared by the pyarrow
+    baseline and the benchmark harness's PyArrow-based peers; the engine has its own in C++
+    (the tensors it builds), which may one day be exposed for Arrow batches and replace this."""
+    return {
+        name: _column_to_numpy(column)
+        for name, column in zip(batch.schema.names, batch.columns, strict=True)
+    }
+
+
+def _column_to_numpy(array: Any) -> Any:
     import pyarrow as pa
 
     if pa.types.is_fixed_size_list(array.type):
-        values = _to_numpy(array.flatten())
+        values = _column_to_numpy(array.flatten())
         return values.reshape(len(array), array.type.list_size, *values.shape[1:])
     return array.to_numpy(zero_copy_only=False)
 
 
-def _drain(kind: str, batches: Iterable[Any], total_batches: int, started: float) -> dict[str, Any]:
-    """Consumes every batch, counting rows and delivered bytes, with progress on stderr."""
+def _progress(kind: str, total_batches: int, started: float) -> Callable[[int, int], None]:
+    """Progress on stderr for `drain`, at most every few seconds."""
     ticker = Progress(f"stoker bench ({kind})")
-    rows = delivered = count = 0
-    first_batch_s = None
-    for batch in batches:
-        if first_batch_s is None:
-            first_batch_s = time.perf_counter() - started
-        batch_rows, batch_bytes = _rows_and_bytes(batch)
-        rows += batch_rows
-        delivered += batch_bytes
-        count += 1
+
+    def report(count: int, rows: int) -> None:
         if ticker.due():
             rate = format_count(rows / (time.perf_counter() - started))
             ticker.write(f"batch {count:,}/{total_batches:,}, {rate} rows/s")
-    seconds = time.perf_counter() - started
-    return {
-        "rows": rows,
-        "batches": count,
-        "bytes": delivered,
-        "seconds": seconds,
-        "rows_per_s": rows / seconds,
-        "mb_per_s": delivered / seconds / 1e6,
-        "first_batch_seconds": first_batch_s,
-    }
 
-
-def _rows_and_bytes(batch: Any) -> tuple[int, int]:
-    """(rows, bytes) of a delivered batch: a dict of arrays or tensors, or an Arrow batch."""
-    if hasattr(batch, "num_rows"):
-        return batch.num_rows, batch.nbytes
-    values = list(batch.values())
-    if not values:
-        return 0, 0
-    return len(values[0]), sum(_nbytes(value) for value in values)
-
-
-def _nbytes(value: Any) -> int:
-    if isinstance(value, dict):
-        return sum(_nbytes(v) for v in value.values())
-    if isinstance(value, (tuple, list)):
-        return sum(_nbytes(v) for v in value)
-    return int(value.nbytes)
+    return report
 
 
 def _cpu_seconds() -> float:
@@ -244,9 +254,13 @@ def _peak_rss_bytes() -> int:
 
 
 def format_text(result: dict[str, Any]) -> str:
-    """A table with one column per reader, then the throughput ratio."""
+    """A table with one column per reader, then the throughput ratios."""
     options = result["options"]
-    readers = [(kind, result[kind]) for kind in KINDS if result[kind] is not None]
+    readers = [
+        (heading, result[name])
+        for name, (_, heading) in READERS.items()
+        if result.get(name) is not None
+    ]
     shuffle = f"shuffle (seed {options['seed']})" if options["shuffle"] else "no shuffle"
     columns = ",".join(options["columns"]) if options["columns"] else "all columns"
     rows = [
@@ -270,8 +284,10 @@ def format_text(result: dict[str, Any]) -> str:
         f"{options['epochs']} epoch(s), {options['output']} output, {columns}"
     )
     lines = [heading, *format_table(table)]
-    if result["ratio"] is not None:
-        lines.append(f"stoker / pyarrow rows/s: {result['ratio']:.2f}x")
+    for key, (_, _, label) in RATIOS.items():
+        value = result["ratios"][key]
+        if value is not None:
+            lines.append(f"{label} rows/s: {value:.2f}x")
     return "\n".join(lines)
 
 

@@ -32,7 +32,7 @@ __all__ = [
     "summary_line",
 ]
 
-PRESETS = ("criteo", "wide", "embeddings")
+PRESETS = ("criteo", "criteo-nulls", "wide", "embeddings")
 COMPRESSIONS = ("snappy", "zstd", "gzip", "lz4", "none")
 
 DEFAULT_ROW_GROUP_SIZE = 65536
@@ -47,6 +47,19 @@ CRITEO_CARDINALITIES = tuple(round(c) for c in np.geomspace(10, 1_000_000, 26))
 # Per-column log-normal parameters of the dense counters: small medians to large, narrow to wide.
 CRITEO_DENSE_MU = np.linspace(0.0, 4.0, CRITEO_DENSE, dtype=np.float32)[:, None]
 CRITEO_DENSE_SIGMA = np.linspace(0.5, 1.5, CRITEO_DENSE, dtype=np.float32)[:, None]
+
+# criteo-nulls: the criteo columns, NULL_FRACTION of the values null in every odd-numbered
+# dense and categorical column (as the real logs miss many counters and ids), and a string
+# column drawn from a fixed vocabulary of DOMAIN_WORDS words of 3 to 30 letters (variable width,
+# skewed like the ids, nulls too). Nullable and variable-width columns cost more to decode and
+# gather than fixed-width ones: the benchmarks use this preset to show how much.
+NULL_FRACTION = 0.1
+NULLABLE_DENSE = tuple(range(0, CRITEO_DENSE, 2))  # 0-based: I1, I3, ..., I13.
+NULLABLE_CATEGORICAL = tuple(range(0, len(CRITEO_CARDINALITIES), 2))  # C1, C3, ..., C25.
+STRING_COLUMN = "domain"
+DOMAIN_WORDS = 10_000
+DOMAIN_LETTERS = (3, 30)  # Shortest and longest word.
+DOMAIN_SEED = 1  # The vocabulary is the same for every seed and file.
 
 EMBEDDING_ITEMS = 1_000_000  # item_id cardinality of the embeddings preset.
 
@@ -125,12 +138,14 @@ def file_row_ranges(rows: int, files: int) -> list[tuple[int, int]]:
 def schema_for(options: GenOptions) -> pa.Schema:
     """The Arrow schema `generate` writes for these options."""
     fields = [pa.field("row_id", pa.int64()), pa.field("label", pa.float32())]
-    if options.preset == "criteo":
+    if options.preset in ("criteo", "criteo-nulls"):
         fields += [pa.field(f"I{i + 1}", pa.float32()) for i in range(CRITEO_DENSE)]
         fields += [
             _id_field(f"C{i + 1}", cardinality)
             for i, cardinality in enumerate(CRITEO_CARDINALITIES)
         ]
+        if options.preset == "criteo-nulls":
+            fields.append(_id_field(STRING_COLUMN, DOMAIN_WORDS, pa.string()))
     elif options.preset == "wide":
         fields += [pa.field(f"f{i}", pa.float32()) for i in range(_wide_columns(options))]
     else:
@@ -143,8 +158,9 @@ def schema_for(options: GenOptions) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _id_field(name: str, cardinality: int) -> pa.Field:
-    return pa.field(name, pa.int64(), metadata={CARDINALITY_KEY: str(cardinality).encode()})
+def _id_field(name: str, cardinality: int, kind: pa.DataType | None = None) -> pa.Field:
+    metadata = {CARDINALITY_KEY: str(cardinality).encode()}
+    return pa.field(name, kind or pa.int64(), metadata=metadata)
 
 
 def _wide_columns(options: GenOptions) -> int:
@@ -253,6 +269,9 @@ def _write_file(
 def _batch_maker(options: GenOptions, schema: pa.Schema) -> BatchMaker:
     if options.preset == "criteo":
         return lambda rng, row_ids: _criteo_batch(rng, row_ids, schema)
+    if options.preset == "criteo-nulls":
+        vocabulary = _domain_vocabulary()
+        return lambda rng, row_ids: _criteo_nulls_batch(rng, row_ids, schema, vocabulary)
     if options.preset == "wide":
         columns = _wide_columns(options)
         return lambda rng, row_ids: _wide_batch(rng, row_ids, schema, columns)
@@ -263,6 +282,13 @@ def _batch_maker(options: GenOptions, schema: pa.Schema) -> BatchMaker:
 def _criteo_batch(
     rng: np.random.Generator, row_ids: np.ndarray, schema: pa.Schema
 ) -> pa.RecordBatch:
+    return pa.RecordBatch.from_arrays(
+        [pa.array(c) for c in _criteo_columns(rng, row_ids)], schema=schema
+    )
+
+
+def _criteo_columns(rng: np.random.Generator, row_ids: np.ndarray) -> list[np.ndarray]:
+    """row_id, label, the dense counters and the categorical ids, as numpy arrays."""
     n = len(row_ids)
     z = rng.standard_normal((CRITEO_DENSE, n), dtype=np.float32)
     dense = np.exp(z * CRITEO_DENSE_SIGMA + CRITEO_DENSE_MU)
@@ -270,8 +296,37 @@ def _criteo_batch(
     categorical = _skewed_ids(
         rng, np.array(CRITEO_CARDINALITIES)[:, None], (len(CRITEO_CARDINALITIES), n)
     )
-    columns = [row_ids, labels, *dense, *categorical]
-    return pa.RecordBatch.from_arrays([pa.array(c) for c in columns], schema=schema)
+    return [row_ids, labels, *dense, *categorical]
+
+
+def _criteo_nulls_batch(
+    rng: np.random.Generator, row_ids: np.ndarray, schema: pa.Schema, vocabulary: pa.Array
+) -> pa.RecordBatch:
+    """The criteo columns drawn as by the criteo preset, then null masks for the nullable ones
+    and the string column, drawn after them."""
+    columns = _criteo_columns(rng, row_ids)
+    first_dense, first_id = 2, 2 + CRITEO_DENSE  # After row_id and label.
+    nullable = [first_dense + i for i in NULLABLE_DENSE]
+    nullable += [first_id + i for i in NULLABLE_CATEGORICAL]
+    masks = rng.random((len(nullable) + 1, len(row_ids))) < NULL_FRACTION
+    arrays = [pa.array(c) for c in columns]
+    for index, mask in zip(nullable, masks[:-1], strict=True):
+        arrays[index] = pa.array(columns[index], mask=mask)
+    words = vocabulary.take(pa.array(_skewed_ids(rng, DOMAIN_WORDS, len(row_ids)), mask=masks[-1]))
+    return pa.RecordBatch.from_arrays([*arrays, words], schema=schema)
+
+
+def _domain_vocabulary() -> pa.Array:
+    """DOMAIN_WORDS distinct-enough lowercase words of DOMAIN_LETTERS letters, from a fixed
+    seed: the values of the criteo-nulls string column."""
+    rng = np.random.Generator(np.random.PCG64(DOMAIN_SEED))
+    shortest, longest = DOMAIN_LETTERS
+    lengths = rng.integers(shortest, longest + 1, DOMAIN_WORDS)
+    letters = rng.integers(ord("a"), ord("z") + 1, int(lengths.sum()), dtype=np.uint8)
+    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int32)
+    return pa.StringArray.from_buffers(
+        DOMAIN_WORDS, pa.py_buffer(offsets), pa.py_buffer(letters.tobytes())
+    )
 
 
 def _wide_batch(

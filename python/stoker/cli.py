@@ -5,10 +5,12 @@ a disk cache, `serve` streams batches over Arrow Flight."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from stoker import _bench, _cache_cli, _gen, _inspect, _serve
 
@@ -126,8 +128,9 @@ def _add_gen(commands: argparse._SubParsersAction) -> None:
         "--preset",
         required=True,
         choices=_gen.PRESETS,
-        help="criteo: 13 dense float32 + 26 skewed int64 ids; wide: --columns float32 features; "
-        "embeddings: item_id + two fixed-size float32 vectors of --list-size",
+        help="criteo: 13 dense float32 + 26 skewed int64 ids; criteo-nulls: the same with 10%% "
+        "nulls in the odd-numbered columns and a string column (domain); wide: --columns "
+        "float32 features; embeddings: item_id + two fixed-size float32 vectors of --list-size",
     )
     gen.add_argument("--rows", required=True, type=_positive_int, help="total rows")
     gen.add_argument("--seed", type=_non_negative_int, default=0, help="default: %(default)s")
@@ -160,17 +163,7 @@ def _add_gen(commands: argparse._SubParsersAction) -> None:
 
 
 def _run_gen(args: argparse.Namespace) -> int:
-    options = _gen.GenOptions(
-        preset=args.preset,
-        rows=args.rows,
-        seed=args.seed,
-        files=args.files,
-        row_group_size=args.row_group_size,
-        compression=args.compression,
-        columns=args.columns,
-        list_size=args.list_size,
-    )
-    _validate(options, args)
+    options = _options(_gen.GenOptions, args)
     result = _gen.generate(args.out, options, overwrite=args.overwrite)
     print(_gen.summary_line(args.out, result))
     return 0
@@ -205,10 +198,12 @@ def _run_inspect(args: argparse.Namespace) -> int:
 def _add_bench(commands: argparse._SubParsersAction) -> None:
     bench = commands.add_parser(
         "bench",
-        help="measure the loader against plain pyarrow reading",
-        description="Run the Stoker loader over SOURCE, then plain pyarrow reading the same "
-        "columns in file order (the decode floor), each in a fresh process, and compare "
-        "rows/s, MB/s, time to first batch, CPU time and peak memory.",
+        help="measure the loader, shuffled and not, against plain pyarrow reading",
+        description="Run the Stoker loader over SOURCE, then (when it shuffles) the same "
+        "loader without shuffle, then plain pyarrow reading the same columns in file order "
+        "(the decode floor), each in a fresh process, and compare rows/s, MB/s, time to first "
+        "batch, CPU time and peak memory: shuffled / floor, unshuffled / floor and shuffled / "
+        "unshuffled.",
     )
     bench.add_argument("source", metavar="SOURCE", help="a Parquet file, directory or glob")
     bench.add_argument("--columns", type=_column_list, help="comma-separated (default: all)")
@@ -228,34 +223,35 @@ def _add_bench(commands: argparse._SubParsersAction) -> None:
     bench.add_argument(
         "--skip-pyarrow", action="store_true", help="measure Stoker only, without the baseline"
     )
+    bench.add_argument(
+        "--skip-unshuffled",
+        action="store_true",
+        help="do not measure Stoker a second time without shuffle",
+    )
     bench.set_defaults(run=_run_bench, usage_error=bench.error)
 
 
 def _run_bench(args: argparse.Namespace) -> int:
-    options = _bench.BenchOptions(
-        source=args.source,
-        columns=args.columns,
-        batch_size=args.batch_size,
-        shuffle=args.shuffle,
-        seed=args.seed,
-        shuffle_window=args.shuffle_window,
-        num_threads=args.num_threads,
-        prefetch=args.prefetch,
-        epochs=args.epochs,
-        output=args.output,
+    options = _options(_bench.BenchOptions, args)
+    result = _bench.run_bench(
+        options, pyarrow=not args.skip_pyarrow, unshuffled=not args.skip_unshuffled
     )
-    _validate(options, args)
-    result = _bench.run_bench(options, pyarrow=not args.skip_pyarrow)
     print(json.dumps(result, indent=2) if args.json else _bench.format_text(result))
     return 0
 
 
-def _validate(options: _gen.GenOptions | _bench.BenchOptions, args: argparse.Namespace) -> None:
-    """Reports an invalid combination of options as a usage error (exit code 2)."""
+Options = TypeVar("Options", _gen.GenOptions, _bench.BenchOptions)
+
+
+def _options(kind: type[Options], args: argparse.Namespace) -> Options:
+    """The options dataclass `kind` from the arguments of the same names, validated: an invalid
+    combination is a usage error (exit code 2)."""
+    options = kind(**{field.name: getattr(args, field.name) for field in dataclasses.fields(kind)})
     try:
         options.validate()
     except ValueError as exc:
         args.usage_error(str(exc))
+    return options
 
 
 def _int_at_least(minimum: int) -> Callable[[str], int]:

@@ -1,6 +1,7 @@
 """The benchmark harness (benchmarks/harness.py, behind `make bench`) runs end to end on a tiny
 dataset with the loaders this environment has, and writes well-formed results. Timings are not
-checked: they mean nothing at this size."""
+checked: they mean nothing at this size. The peers with environments of their own are tried
+only where `make bench` has made those environments: `make test` never installs them."""
 
 from __future__ import annotations
 
@@ -9,9 +10,32 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = REPO / "benchmarks" / "harness.py"
 ALWAYS_HERE = ("stoker", "pyarrow", "torch-dataloader")  # What the project's .venv can run.
+# Peers in environments of their own (the Makefile's), by loader.
+PEER_PYTHONS = {
+    "streaming": REPO / ".bench-streaming-venv" / "bin" / "python",
+    "grain": REPO / ".bench-grain-venv" / "bin" / "python",
+}
+
+
+def run_harness(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [
+            sys.executable, str(HARNESS),
+            "--data", str(tmp_path / "data"),
+            "--out", str(tmp_path / "results" / "results.json"),
+            "--scale", "0.001",  # 2,000 rows
+            "--batch-size", "256",
+            "--repeats", "1",
+            "--quiet-wait", "0",  # Do not wait for the machine to be idle: timing is not checked.
+            *argv,
+        ],
+        cwd=REPO, capture_output=True, text=True, timeout=240, check=False,
+    )  # fmt: skip
 
 
 def test_harness_smoke(tmp_path):
@@ -22,24 +46,15 @@ def test_harness_smoke(tmp_path):
         "<!-- END GENERATED -->\n\nprose below\n"
     )
     out = tmp_path / "results" / "results.json"
-    done = subprocess.run(
-        [
-            sys.executable, str(HARNESS),
-            "--data", str(tmp_path / "data"),
-            "--out", str(out),
-            "--doc", str(doc),
-            "--charts", str(tmp_path / "img"),
-            "--datasets", "criteo",
-            "--scale", "0.001",  # 2,000 rows
-            "--batch-size", "256",
-            "--repeats", "1",
-            "--stall-rates", "1e6",
-            "--growth-sizes", "1,2",
-            "--growth-threads", "1",
-            "--quiet-wait", "0",  # Do not wait for the machine to be idle: timing is not checked.
-        ],
-        cwd=REPO, capture_output=True, text=True, timeout=240, check=False,
-    )
+    done = run_harness(
+        tmp_path,
+        "--doc", str(doc),
+        "--charts", str(tmp_path / "img"),
+        "--datasets", "criteo,criteo-nulls",
+        "--stall-rates", "1e6",
+        "--growth-sizes", "1,2",
+        "--growth-threads", "1",
+    )  # fmt: skip
     assert done.returncode == 0, done.stderr[-4000:]
 
     results = json.loads(out.read_text())
@@ -47,16 +62,20 @@ def test_harness_smoke(tmp_path):
     meta = results["meta"]
     assert meta["machine"]["cores"] >= 1 and meta["git"]["commit"]
     assert meta["datasets"]["criteo"]["rows"] == 2000
+    assert meta["datasets"]["criteo-nulls"]["output"] == "arrow"
 
     runs = results["runs"]
     assert all(run["status"] in ("ok", "not-available", "failed") for run in runs)
     assert not [run for run in runs if run["status"] == "failed"], runs
     for loader in ALWAYS_HERE:
-        mine = [r for r in runs if r["loader"] == loader and r["phase"] == "throughput"]
-        assert [r["status"] for r in mine] == ["ok"], (loader, mine)
-        run = mine[0]
-        assert run["rows"] == 2000 and run["batches"] == 8
-        assert run["rows_per_s"] > 0 and run["cpu_seconds"] > 0 and run["peak_memory_bytes"] > 0
+        for dataset in ("criteo", "criteo-nulls"):  # Tensors, then Arrow record batches.
+            mine = [r for r in runs if r["loader"] == loader and r["phase"] == "throughput"
+                    and r["dataset"] == dataset]
+            assert [r["status"] for r in mine] == ["ok"], (loader, dataset, mine)
+            run = mine[0]
+            assert run["rows"] == 2000 and run["batches"] == 8
+            assert run["rows_per_s"] > 0 and run["cpu_seconds"] > 0
+            assert run["peak_memory_bytes"] > 0
     stalls = [r for r in runs if r["phase"] == "stall"]
     assert {r["loader"] for r in stalls} >= set(ALWAYS_HERE)
     assert all(0 <= r["stall_share"] <= 1 for r in stalls)
@@ -67,3 +86,32 @@ def test_harness_smoke(tmp_path):
     text = doc.read_text()
     assert text.startswith("# Page\n\nprose above") and text.endswith("prose below\n")
     assert "stale" not in text and "| Stoker (shuffle, cold) |" in text
+
+
+@pytest.mark.parametrize("peer", sorted(PEER_PYTHONS))
+def test_harness_runs_peer_in_its_environment(tmp_path, peer):
+    python = PEER_PYTHONS[peer]
+    if not python.exists():
+        pytest.skip(f"{python.parent.parent.name} not made (`make bench` makes it)")
+    done = run_harness(
+        tmp_path,
+        "--datasets", "criteo,criteo-nulls",
+        "--loaders", f"stoker,{peer}",
+        "--python", f"{peer}={python}",
+        "--stall-rates", "1e6",
+        "--growth-sizes", "",
+        "--skip-shuffle-cost",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-4000:]
+    results = json.loads((tmp_path / "results" / "results.json").read_text())
+    runs = [r for r in results["runs"] if r["loader"] == peer]
+    assert not [r for r in runs if r["status"] == "failed"], runs
+    criteo = [r for r in runs if r["dataset"] == "criteo" and r["phase"] == "throughput"]
+    assert criteo and all(r["status"] == "ok" and r["rows"] == 2000 for r in criteo), criteo
+    assert not [r for r in runs if r["phase"] == "stall"]  # Per-row Python: bound, not run.
+    nulls = [r for r in runs if r["dataset"] == "criteo-nulls"]
+    if peer == "streaming":  # MDS has no null.
+        assert [r["status"] for r in nulls] == ["not-available"]
+        assert "MDS cannot hold the nulls" in nulls[0]["reason"]
+    else:
+        assert nulls and all(r["status"] == "ok" and r["rows"] == 2000 for r in nulls), nulls

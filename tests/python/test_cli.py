@@ -76,6 +76,31 @@ def test_criteo_schema_and_values(tmp_path, capsys):
     assert counts[0] > 2 * counts[9]
 
 
+def test_criteo_nulls_schema_and_values(tmp_path, capsys):
+    (path,) = gen(capsys, tmp_path, "--preset", "criteo-nulls", "--rows", 3000)
+    table = pq.read_table(path)
+    (plain,) = gen(capsys, tmp_path / "plain", "--preset", "criteo", "--rows", 3000)
+    criteo = pq.read_table(plain)
+
+    assert table.schema.names == [*CRITEO_NAMES, "domain"]
+    assert table.schema.field("domain").type == pa.string()
+    assert int(table.schema.field("domain").metadata[b"cardinality"]) == 10_000
+    nullable = {f"I{i}" for i in range(1, 14, 2)} | {f"C{i}" for i in range(1, 27, 2)}
+    for name in table.schema.names:
+        nulls = table[name].null_count
+        if name in nullable or name == "domain":
+            assert 200 < nulls < 400, (name, nulls)  # 10% of 3000 rows.
+        else:
+            assert nulls == 0, name
+    # Drawn as the criteo preset draws, nulls masked on top: the values that are there agree.
+    for name in CRITEO_NAMES:
+        present = table[name].is_valid()
+        assert table[name].filter(present).equals(criteo[name].filter(present)), name
+    words = table["domain"].drop_null().to_pylist()
+    assert all(3 <= len(word) <= 30 and word.isalpha() and word.islower() for word in words)
+    assert len(set(words)) < len(words)  # Skewed: frequent words repeat.
+
+
 def test_wide_schema(tmp_path, capsys):
     (path,) = gen(capsys, tmp_path / "narrow", "--preset", "wide", "--rows", 500, "--columns", 7)
     table = pq.read_table(path)
@@ -151,7 +176,7 @@ def test_summary_line(tmp_path, capsys):
 # --- gen: determinism ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("preset", ["criteo", "wide", "embeddings"])
+@pytest.mark.parametrize("preset", ["criteo", "criteo-nulls", "wide", "embeddings"])
 def test_same_seed_gives_identical_bytes(tmp_path, capsys, preset):
     argv = ["--preset", preset, "--rows", 600, "--files", 2, "--row-group-size", 128, "--seed", 7]
     first = gen(capsys, tmp_path / "a", *argv)
@@ -341,7 +366,7 @@ def test_python_dash_m_runs_the_cli(dataset):
 # --- bench --------------------------------------------------------------------------------------
 
 
-def test_bench_measures_both_readers(tmp_path, capsys):
+def test_bench_measures_stoker_shuffled_unshuffled_and_pyarrow(tmp_path, capsys):
     pytest.importorskip("stoker._core", reason="the compiled engine (stoker._core) is not built")
     list_size = 4
     gen(
@@ -354,7 +379,7 @@ def test_bench_measures_both_readers(tmp_path, capsys):
     result = json.loads(out)
     # numpy output: row_id int64, label float32, item_id int64, two float32 vectors.
     row_bytes = 8 + 4 + 8 + 2 * list_size * 4
-    for kind in ("stoker", "pyarrow"):
+    for kind in ("stoker", "stoker_unshuffled", "pyarrow"):
         figures = result[kind]
         assert figures["rows"] == 4000, kind
         assert figures["bytes"] == 4000 * row_bytes, kind
@@ -364,10 +389,25 @@ def test_bench_measures_both_readers(tmp_path, capsys):
         assert figures["peak_rss_bytes"] >= figures["baseline_rss_bytes"] > 0, kind
     assert result["stoker"]["batches"] == 2 * 8  # ceil(2000 / 256) per epoch.
     assert result["stoker"]["stats"]["rows"] == 4000
+    assert result["stoker_unshuffled"]["stats"]["rows"] == 4000
     assert result["pyarrow"]["stats"] is None
-    assert result["ratio"] == pytest.approx(
-        result["stoker"]["rows_per_s"] / result["pyarrow"]["rows_per_s"]
-    )
+    assert result["options"]["shuffle"] is True  # The unshuffled run is the extra one.
+    rate = {kind: result[kind]["rows_per_s"] for kind in ("stoker", "stoker_unshuffled", "pyarrow")}
+    assert result["ratios"] == pytest.approx({
+        "shuffled_vs_pyarrow": rate["stoker"] / rate["pyarrow"],
+        "unshuffled_vs_pyarrow": rate["stoker_unshuffled"] / rate["pyarrow"],
+        "shuffled_vs_unshuffled": rate["stoker"] / rate["stoker_unshuffled"],
+    })
+    assert result["ratio"] == result["ratios"]["shuffled_vs_pyarrow"]
+
+    code, out, err = run(capsys, "bench", tmp_path, "--batch-size", 500)
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[1].split() == ["stoker", "stoker", "no-shuffle", "pyarrow"]
+    assert lines[2].split() == ["rows", "2,000", "2,000", "2,000"]
+    ratios = [line.split(" rows/s: ")[0] for line in lines if " rows/s: " in line]
+    assert ratios == ["stoker / pyarrow", "stoker no-shuffle / pyarrow",
+                      "stoker / stoker no-shuffle"]
 
     code, out, err = run(capsys, "bench", tmp_path, "--skip-pyarrow", "--no-shuffle")
     assert code == 0, err
@@ -378,4 +418,11 @@ def test_bench_measures_both_readers(tmp_path, capsys):
     )
     assert lines[1].split() == ["stoker"]
     assert lines[2].split() == ["rows", "2,000"]
-    assert "stoker / pyarrow" not in out
+    assert "stoker / pyarrow" not in out and "rows/s: " not in out
+
+    code, out, err = run(capsys, "bench", tmp_path, "--json", "--skip-unshuffled")
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["stoker_unshuffled"] is None and result["pyarrow"]["rows"] == 2000
+    assert result["ratios"]["shuffled_vs_unshuffled"] is None
+    assert result["ratios"]["shuffled_vs_pyarrow"] == result["ratio"] > 0
