@@ -213,9 +213,9 @@ def _pyarrow_batches(files: list[str], options: BenchOptions) -> Iterator[dict[s
 
 def arrow_to_numpy(batch: Any) -> dict[str, Any]:
     """An Arrow record batch as {column: numpy array}, fixed-size lists as one more dimension,
-    as Stoker delivers them. The one Python copy of this conversion, shared by the pyarrow
-    baseline and the benchmark harness's PyArrow-based peers; the engine has its own in C++
-    (the tensors it builds), which may one day be exposed for Arrow batches and replace this."""
+    as Stoker delivers them, done by PyArrow itself (`to_numpy`): the PyArrow floor and the
+    harness's PyArrow-based peers must measure PyArrow's own conversion, not the engine's
+    (`_core.to_tensors`, which RemoteLoader uses)."""
     return {
         name: _column_to_numpy(column)
         for name, column in zip(batch.schema.names, batch.columns, strict=True)
