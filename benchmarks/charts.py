@@ -18,6 +18,7 @@ __all__ = ["write_charts"]
 SHORT_LABELS = {
     "stoker": "Stoker",
     "stoker-warm": "Stoker warm",
+    "stoker-unshuffled": "Stoker\nno shuffle",
     "pyarrow": "PyArrow floor\n(no shuffle)",
     "torch-dataloader": "PyTorch\nDataLoader",
     "petastorm": "Petastorm",
@@ -28,6 +29,7 @@ SHORT_LABELS = {
 COLORS = {
     "stoker": "#1f77b4",
     "stoker-warm": "#6baed6",
+    "stoker-unshuffled": "#9ecae1",
     "pyarrow": "#7f7f7f",
     "torch-dataloader": "#ff7f0e",
     "petastorm": "#2ca02c",
