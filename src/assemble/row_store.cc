@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "assemble/column_types.h"
 
@@ -66,56 +67,63 @@ void StageColumn(const RowLayout::Column& column, const arrow::ArrayData& data, 
   }
 }
 
+// The column of `field` (at `index`) as a record would hold it, or nullopt when it stays
+// columnar (see RowLayout::For).
+std::optional<RowLayout::Column> StagedColumn(const arrow::Field& field, int index, bool no_nulls) {
+  const auto& type = *field.type();
+  RowLayout::Column column;
+  column.index = index;
+  if (type.id() == arrow::Type::BOOL) {
+    column.is_bool = true;
+    column.width = 1;
+  } else {
+    if (type.id() == arrow::Type::FIXED_SIZE_LIST && !no_nulls) return std::nullopt;
+    auto fixed = GetFixedWidthLayout(type);
+    if (!fixed.ok()) return std::nullopt;
+    column.width = fixed->row_bytes;
+    // A value of a cache line or more is fetched whole either way: staging it would only
+    // cost a copy.
+    if (column.width >= kCacheLine) return std::nullopt;
+  }
+  if (field.nullable() && !no_nulls) column.valid_offset = 0;  // placed by PlaceColumns
+  return column;
+}
+
+// Gives each column its offset in a record — values widest-aligned first, so each stays
+// aligned to its width, then the validity bytes — and returns the record's used bytes.
+int64_t PlaceColumns(std::vector<RowLayout::Column>* columns) {
+  auto alignment = [](const RowLayout::Column& c) {
+    return c.width % 8 == 0 ? 8 : c.width % 4 == 0 ? 4 : c.width % 2 == 0 ? 2 : 1;
+  };
+  std::vector<RowLayout::Column*> order;
+  for (auto& column : *columns) order.push_back(&column);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](const auto* a, const auto* b) { return alignment(*a) > alignment(*b); });
+  int64_t offset = 0;
+  for (auto* column : order) {
+    column->offset = offset;
+    offset += column->width;
+  }
+  for (auto* column : order) {
+    if (column->valid_offset >= 0) column->valid_offset = offset++;
+  }
+  return offset;
+}
+
 }  // namespace
 
 RowLayout RowLayout::For(const arrow::Schema& schema, bool no_nulls, int64_t max_chunk_bytes) {
   RowLayout layout;
   layout.staged.assign(schema.num_fields(), -1);
-  // Values widest first keep each aligned to its width; validity bytes go last.
   std::vector<Column> columns;
   for (int i = 0; i < schema.num_fields(); ++i) {
-    const auto& field = *schema.field(i);
-    const auto& type = *field.type();
-    Column column;
-    column.index = i;
-    if (type.id() == arrow::Type::BOOL) {
-      column.is_bool = true;
-      column.width = 1;
-    } else {
-      if (type.id() == arrow::Type::FIXED_SIZE_LIST && !no_nulls) continue;
-      auto fixed = GetFixedWidthLayout(type);
-      if (!fixed.ok()) continue;
-      column.width = fixed->row_bytes;
-      // A value of a cache line or more is fetched whole either way: staging it would only
-      // cost a copy.
-      if (column.width >= kCacheLine) continue;
-    }
-    if (field.nullable() && !no_nulls) column.valid_offset = 0;  // placed below
-    columns.push_back(column);
+    if (auto column = StagedColumn(*schema.field(i), i, no_nulls)) columns.push_back(*column);
   }
   // One staged column gathers no better than it did columnar.
   if (columns.size() < 2) return layout;
-  auto alignment = [](const Column& c) {
-    return c.width % 8 == 0 ? 8 : c.width % 4 == 0 ? 4 : c.width % 2 == 0 ? 2 : 1;
-  };
-  std::vector<Column> placed = columns;
-  std::stable_sort(placed.begin(), placed.end(),
-                   [&](const Column& a, const Column& b) { return alignment(a) > alignment(b); });
-  int64_t offset = 0;
-  for (auto& column : placed) {
-    column.offset = offset;
-    offset += column.width;
-  }
-  for (auto& column : placed) {
-    if (column.valid_offset >= 0) column.valid_offset = offset++;
-  }
-  layout.stride = (offset + 7) / 8 * 8;
-  while (layout.stride > 0 && (layout.stride << (layout.chunk_shift + 1)) <= max_chunk_bytes) {
-    ++layout.chunk_shift;
-  }
-  std::sort(placed.begin(), placed.end(),
-            [](const Column& a, const Column& b) { return a.index < b.index; });
-  layout.columns = std::move(placed);
+  layout.stride = (PlaceColumns(&columns) + 7) / 8 * 8;
+  while ((layout.stride << (layout.chunk_shift + 1)) <= max_chunk_bytes) ++layout.chunk_shift;
+  layout.columns = std::move(columns);
   for (size_t k = 0; k < layout.columns.size(); ++k) {
     layout.staged[layout.columns[k].index] = static_cast<int>(k);
   }
