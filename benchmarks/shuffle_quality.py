@@ -87,9 +87,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--row-group", type=int, default=20_000)
     parser.add_argument("--json", help="write the results here")
+    parser.add_argument("--windows", help="comma-separated window sizes in rows (default: one "
+                        "row group, 5%%, 10%%, 25%%, 50%% and all of the rows)")
     args = parser.parse_args()
     rows, row_group = args.rows, args.row_group
-    windows = [row_group, rows // 20, rows // 10, rows // 4, rows // 2, rows]
+    windows = ([int(w) for w in args.windows.split(",")] if args.windows
+               else [row_group, rows // 20, rows // 10, rows // 4, rows // 2, rows])
 
     with tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp)
