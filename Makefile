@@ -2,6 +2,8 @@
 # included) into .venv at the repository root.
 #   make demo   set up, build, generate a demo dataset, benchmark it
 #   make test   set up, build, run the C++ (ctest) and Python (pytest) tests
+#   make test-asan / test-tsan / fuzz   the sanitizer builds and the fuzz targets
+#               (docs/reliability-sanitizers.md)
 
 PYTHON   ?= python3
 VENV     := .venv
@@ -13,7 +15,8 @@ SYSDEPS  := build/.system-deps-installed
 DEMO_DIR := demo-data/criteo
 DEMO_ROWS ?= 2000000
 
-.PHONY: all setup build build-cpp test test-cpp test-python demo lint lint-threads clean
+.PHONY: all setup build build-cpp test test-cpp test-python demo lint lint-threads clean \
+        test-asan test-asan-cpp test-asan-python test-tsan fuzz
 
 all: build
 
@@ -53,7 +56,7 @@ demo: build
 	$(VENV)/bin/stoker bench $(DEMO_DIR) --batch-size 4096
 
 CPP_SOURCES = $(wildcard include/stoker/*.h src/*/*.h src/*/*.cc src/*/*/*.h src/*/*/*.cc tests/cpp/*.h \
-                         tests/cpp/*.cc examples/*.cc benchmarks/cpp/*.cc)
+                         tests/cpp/*.cc tests/fuzz/*.h tests/fuzz/*.cc examples/*.cc benchmarks/cpp/*.cc)
 
 lint: $(DEPS) lint-threads
 	command -v clang-format >/dev/null || apt-get install -y -qq clang-format
@@ -71,6 +74,113 @@ lint-threads: $(DEPS)
 	  -DSTOKER_BUILD_TESTS=ON -DSTOKER_WARNINGS_AS_ERRORS=ON -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_FLAGS="-Wthread-safety -Werror=thread-safety"
 	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(CLANG_TSA_DIR) -j $(JOBS)
+
+# Sanitizer builds (docs/reliability-sanitizers.md), by Debian's clang, each in a build folder
+# of its own: build/cpp and the extension in .venv stay as `make build` made them. Every
+# finding in Stoker's code is fixed; tests/sanitizers/*.supp hold only findings in the
+# libraries of the pyarrow wheel, each with its reason.
+SAN_SUPP    := $(abspath tests/sanitizers)
+ASAN_CPP    := build/asan-cpp
+ASAN_PY     := build/asan-py
+TSAN_CPP    := build/tsan-cpp
+ASAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+               -fno-omit-frame-pointer -O1 -g
+TSAN_CFLAGS := -fsanitize=thread -fno-omit-frame-pointer -O1 -g
+# Arrow's own allocations through malloc too, where ASan sees them (not its mimalloc/jemalloc).
+ASAN_ENV    := ARROW_DEFAULT_MEMORY_POOL=system \
+               ASAN_OPTIONS=detect_leaks=1:strict_string_checks=1:detect_stack_use_after_return=1:check_initialization_order=1 \
+               LSAN_OPTIONS=suppressions=$(SAN_SUPP)/lsan.supp:print_suppressions=0 \
+               UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:suppressions=$(SAN_SUPP)/ubsan.supp
+TSAN_ENV    := ARROW_DEFAULT_MEMORY_POOL=system \
+               TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(SAN_SUPP)/tsan.supp
+# The C++ tests the thread sanitizer runs: everything with threads in it.
+TSAN_TESTS  ?= TaskPool|EpochPipeline|DiskCache|Loader|Assembler|RowStore|RecyclingPool|FlightService
+CLANG       := build/.clang-installed
+SAN_CMAKE   = PATH=$(abspath $(VENV))/bin:$$PATH CC=clang CXX=clang++ cmake -S . -G Ninja \
+              -DPython_EXECUTABLE=$(abspath $(PY)) -DSTOKER_BUILD_EXAMPLES=OFF \
+              -DSTOKER_WARNINGS_AS_ERRORS=ON -DCMAKE_BUILD_TYPE=Debug
+
+# clang with its compiler-rt (the sanitizer and libFuzzer runtimes).
+$(CLANG):
+	command -v clang++ >/dev/null && [ -e "$$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a)" ] \
+	  || apt-get install -y -qq clang libclang-rt-dev
+	@mkdir -p $(dir $@) && touch $@
+
+test-asan: test-asan-cpp test-asan-python
+
+# The engine and its C++ tests under ASan + UBSan, leak checking on.
+test-asan-cpp: $(DEPS) $(CLANG)
+	$(SAN_CMAKE) -B $(ASAN_CPP) -DSTOKER_BUILD_PYTHON=OFF -DSTOKER_BUILD_TESTS=ON \
+	  -DCMAKE_CXX_FLAGS="$(ASAN_CFLAGS)"
+	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(ASAN_CPP) -j $(JOBS)
+	$(ASAN_ENV) PATH=$(abspath $(VENV))/bin:$$PATH \
+	  ctest --test-dir $(ASAN_CPP) --output-on-failure -j $(JOBS)
+
+# The Python tests against the extension built with ASan + UBSan, in the interpreter of .venv
+# with the ASan runtime preloaded. The package is assembled in $(ASAN_PY)/site (the sources of
+# python/stoker and the ASan _core), first on PYTHONPATH, so subprocesses (the CLI, torchrun
+# workers, servers) run it too. Leak checking is off: CPython and the wheels' libraries keep
+# their allocations until exit by design. Tests marked `slow_under_asan` are left out.
+test-asan-python: $(DEPS) $(CLANG)
+	$(SAN_CMAKE) -B $(ASAN_PY) -DSTOKER_BUILD_PYTHON=ON -DSTOKER_BUILD_TESTS=OFF \
+	  -DCMAKE_CXX_FLAGS="$(ASAN_CFLAGS)" -DCMAKE_MODULE_LINKER_FLAGS="-shared-libasan"
+	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(ASAN_PY) -j $(JOBS)
+	rm -rf $(ASAN_PY)/site && mkdir -p $(ASAN_PY)/site
+	cp -r python/stoker $(ASAN_PY)/site/ && cp $(ASAN_PY)/src/python/_core*.so $(ASAN_PY)/site/stoker/
+	$(ASAN_ENV) ASAN_OPTIONS=detect_leaks=0:strict_string_checks=1 \
+	  LD_PRELOAD=$$(clang -print-file-name=libclang_rt.asan-x86_64.so) \
+	  PYTHONPATH=$(abspath $(ASAN_PY))/site \
+	  $(PY) -m pytest -q --timeout=900 -p no:cacheprovider -m "not slow_under_asan"
+
+# The C++ tests with threads in them under ThreadSanitizer.
+test-tsan: $(DEPS) $(CLANG)
+	$(SAN_CMAKE) -B $(TSAN_CPP) -DSTOKER_BUILD_PYTHON=OFF -DSTOKER_BUILD_TESTS=ON \
+	  -DCMAKE_CXX_FLAGS="$(TSAN_CFLAGS)"
+	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(TSAN_CPP) -j $(JOBS)
+	$(TSAN_ENV) PATH=$(abspath $(VENV))/bin:$$PATH \
+	  ctest --test-dir $(TSAN_CPP) --output-on-failure -j $(JOBS) -R "$(TSAN_TESTS)"
+
+# `make fuzz`: each fuzz target (tests/fuzz/README.md) for FUZZ_SECONDS, from its seeds and
+# the corpus earlier runs left in $(FUZZ_DIR)/corpus: the C++ ones under libFuzzer, built
+# with clang, ASan and UBSan; the Python ones (tests/fuzz/python/) under atheris against the
+# extension in .venv. A finding stops the run; its input lands in $(FUZZ_DIR)/findings. Fix
+# it and keep the input under tests/fuzz/regressions/<target>/, which `make test` replays.
+FUZZ_DIR     := build/fuzz
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= parquet filter ticket transform transform_spec state_dict
+FUZZ_CFLAGS  := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
+                -fno-omit-frame-pointer -O1 -g
+ATHERIS      := $(FUZZ_DIR)/atheris/.installed
+
+$(ATHERIS): tests/fuzz/requirements-fuzz.txt $(DEPS)
+	rm -rf $(dir $@) && $(PY) -m pip install -q --target $(dir $@) -r $<
+	@touch $@
+
+fuzz: build $(CLANG) $(ATHERIS)
+	$(SAN_CMAKE) -B $(FUZZ_DIR) -DSTOKER_BUILD_PYTHON=OFF -DSTOKER_BUILD_TESTS=OFF \
+	  -DSTOKER_BUILD_FUZZERS=ON -DCMAKE_CXX_FLAGS="$(FUZZ_CFLAGS)"
+	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(FUZZ_DIR) -j $(JOBS)
+	rm -rf $(FUZZ_DIR)/seeds && mkdir -p $(FUZZ_DIR)/seeds/parquet
+	# Not large_string_map.brotli.parquet: 4 KiB that decode to 2 GiB before Arrow refuses them
+	# (tests/python/test_corpus.py covers it), over libFuzzer's memory limit.
+	find tests/data/parquet-testing -name '*.parquet' -size -64k ! -name large_string_map.brotli.parquet \
+	  -exec cp {} $(FUZZ_DIR)/seeds/parquet/ \;
+	$(PY) tests/fuzz/make_seeds.py $(FUZZ_DIR)/seeds
+	for t in $(FUZZ_TARGETS); do \
+	  mkdir -p $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/seeds/$$t $(FUZZ_DIR)/findings/$$t \
+	    tests/fuzz/regressions/$$t; \
+	  if [ -e tests/fuzz/python/$$t.py ]; then \
+	    run="env PYTHONPATH=$(abspath $(FUZZ_DIR))/atheris $(PY) tests/fuzz/python/$$t.py"; \
+	  else \
+	    run="env $(ASAN_ENV) ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 \
+	      $(FUZZ_DIR)/tests/fuzz/$${t}_fuzzer -max_len=65536"; \
+	  fi; \
+	  dict=; [ -e tests/fuzz/$$t.dict ] && dict=-dict=tests/fuzz/$$t.dict; \
+	  echo "fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	  $$run $$dict -max_total_time=$(FUZZ_SECONDS) -timeout=60 -print_final_stats=1 \
+	    -artifact_prefix=$(FUZZ_DIR)/findings/$$t/ \
+	    $(FUZZ_DIR)/corpus/$$t $(FUZZ_DIR)/seeds/$$t tests/fuzz/regressions/$$t || exit 1; \
+	done
 
 clean:
 	rm -rf build demo-data

@@ -5,6 +5,8 @@
 #include <cstring>
 #include <mutex>
 
+#include "util/sanitizers.h"
+
 namespace stoker {
 
 RecyclingPool* RecyclingPool::Default(arrow::MemoryPool* base) {
@@ -20,7 +22,10 @@ RecyclingPool* RecyclingPool::Default(arrow::MemoryPool* base) {
 RecyclingPool::~RecyclingPool() {
   MutexLock lock(mutex_);
   for (auto& [key, blocks] : free_) {
-    for (uint8_t* block : blocks) base_->Free(block, key.first, key.second);
+    for (uint8_t* block : blocks) {
+      UnpoisonMemory(block, key.first);
+      base_->Free(block, key.first, key.second);
+    }
   }
 }
 
@@ -42,6 +47,7 @@ arrow::Status RecyclingPool::Allocate(int64_t size, int64_t alignment, uint8_t**
     if (it != free_.end() && !it->second.empty()) {
       *out = it->second.back();
       it->second.pop_back();
+      UnpoisonMemory(*out, size);
       cached_bytes_ -= size;
       Count(size);
       return arrow::Status::OK();
@@ -67,6 +73,7 @@ void RecyclingPool::Free(uint8_t* buffer, int64_t size, int64_t alignment) {
   if (size >= kMinRecycledBytes) {
     MutexLock lock(mutex_);
     if (cached_bytes_ + size <= max_cached_bytes_) {
+      PoisonMemory(buffer, size);
       free_[{size, alignment}].push_back(buffer);
       cached_bytes_ += size;
       return;

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "assemble/column_types.h"
+#include "util/sanitizers.h"
 
 namespace stoker {
 
@@ -149,7 +150,10 @@ std::shared_ptr<ChunkPool> ChunkPool::Make(int64_t chunk_bytes, arrow::MemoryPoo
 }
 
 ChunkPool::~ChunkPool() {
-  for (uint8_t* data : free_) pool_->Free(data, chunk_bytes_, kAlignment);
+  for (uint8_t* data : free_) {
+    UnpoisonMemory(data, chunk_bytes_);
+    pool_->Free(data, chunk_bytes_, kAlignment);
+  }
 }
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> ChunkPool::Acquire(int64_t bytes) {
@@ -167,10 +171,12 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> ChunkPool::Acquire(int64_t bytes) 
     }
   }
   if (data == nullptr) ARROW_RETURN_NOT_OK(pool_->Allocate(chunk_bytes_, kAlignment, &data));
+  UnpoisonMemory(data, chunk_bytes_);
   return std::make_shared<Chunk>(data, chunk_bytes_, shared_from_this());
 }
 
 void ChunkPool::Release(uint8_t* data) {
+  PoisonMemory(data, chunk_bytes_);
   MutexLock lock(mutex_);
   free_.push_back(data);
 }

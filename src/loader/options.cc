@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <thread>
 
+#include "util/sanitizers.h"
+
 namespace stoker {
 
 const char* CachePolicyName(CachePolicy policy) {
@@ -101,6 +103,8 @@ int64_t LoaderOptions::ResolvedShuffleWindow() const {
 
 arrow::MemoryPool* LoaderOptions::ResolvedMemoryPool() const {
   if (memory_pool != nullptr) return memory_pool;
+  // jemalloc's blocks are invisible to AddressSanitizer: its build checks malloc's.
+  if constexpr (kAddressSanitizer) return arrow::system_memory_pool();
   arrow::MemoryPool* pool = nullptr;
   if (arrow::jemalloc_memory_pool(&pool).ok()) return pool;
   return arrow::default_memory_pool();

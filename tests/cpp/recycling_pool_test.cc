@@ -6,6 +6,8 @@
 
 #include <cstring>
 
+#include "util/sanitizers.h"
+
 namespace stoker {
 namespace {
 
@@ -50,6 +52,23 @@ TEST(RecyclingPoolTest, BuffersKeepTheirContentsThroughReallocate) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(buffer->data()) % 64, 0u);
   buffer.reset();
   EXPECT_EQ(pool.bytes_allocated(), 0);
+}
+
+// A parked block is still allocated as far as malloc knows; the pool marks it unaddressable so
+// that the AddressSanitizer build (make test-asan) reports a batch used after its release.
+TEST(RecyclingPoolDeathTest, AddressSanitizerCatchesAParkedBlockInUse) {
+  if constexpr (!kAddressSanitizer) GTEST_SKIP() << "an AddressSanitizer build only";
+  RecyclingPool pool(arrow::default_memory_pool(), 1 << 20);
+  uint8_t* block = nullptr;
+  ASSERT_TRUE(pool.Allocate(8192, 64, &block).ok());
+  pool.Free(block, 8192, 64);
+  volatile uint8_t* parked = block;
+  EXPECT_DEATH(parked[100] = 1, "use-after-poison");
+  uint8_t* again = nullptr;
+  ASSERT_TRUE(pool.Allocate(8192, 64, &again).ok());
+  ASSERT_EQ(again, block);
+  again[100] = 1;  // handed out again: addressable
+  pool.Free(again, 8192, 64);
 }
 
 }  // namespace
