@@ -165,8 +165,7 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
   ARROW_RETURN_NOT_OK(SetUpTransforms(options, source.get()));
   source->plan_columns.valid_mask = options.pad_to_equal_steps;
   source->plan_columns.row_origin = options.with_row_origin;
-  ARROW_ASSIGN_OR_RAISE(source->batch_schema,
-                        source->plan_columns.Extend(*source->output_schema));
+  ARROW_ASSIGN_OR_RAISE(source->batch_schema, source->plan_columns.Extend(*source->output_schema));
   if (options.output == OutputKind::kTensor) ARROW_RETURN_NOT_OK(CheckTensorOutput(*source));
   ARROW_RETURN_NOT_OK(SetUpUnits(options, stats.get(), source.get()));
   if (!options.cache_dir.empty()) SetUpCache(options, stats, source.get());

@@ -17,9 +17,7 @@ arrow::Result<CachePolicy> ParseCachePolicy(const std::string& name) {
   return arrow::Status::Invalid("cache_policy must be 'lru' or 'fill', got '", name, "'");
 }
 
-const char* LoaderModeName(LoaderMode mode) {
-  return mode == LoaderMode::kEval ? "eval" : "train";
-}
+const char* LoaderModeName(LoaderMode mode) { return mode == LoaderMode::kEval ? "eval" : "train"; }
 
 arrow::Result<LoaderMode> ParseLoaderMode(const std::string& name) {
   for (LoaderMode mode : {LoaderMode::kTrain, LoaderMode::kEval}) {

@@ -86,7 +86,8 @@ void EpochPlan::TakeRankSlice() {
 
 void EpochPlan::TakePadding(const std::vector<Segment>& remaining, int64_t share_end) {
   // Rank 0 holds the largest share; every rank delivers as many full batches as it needs.
-  const auto [first0, last0] = ShareRange(Length(remaining), config_.world_size, 0, config_.exactly_once);
+  const auto [first0, last0] =
+      ShareRange(Length(remaining), config_.world_size, 0, config_.exactly_once);
   const int64_t steps = (last0 - first0 + config_.batch_size - 1) / config_.batch_size;
   rank_rows_ = steps * config_.batch_size;
   // The share's last row, or for an empty share (only ranks after the first) the row before
@@ -124,8 +125,7 @@ std::pair<int64_t, int64_t> ShareRange(int64_t n, int world_size, int rank, bool
   return {start(rank), start(rank + 1)};
 }
 
-std::vector<Segment> RemainingSegments(int64_t total_rows,
-                                       const std::vector<ResumeRound>& resumed,
+std::vector<Segment> RemainingSegments(int64_t total_rows, const std::vector<ResumeRound>& resumed,
                                        bool exactly_once) {
   std::vector<Segment> remaining;
   if (total_rows > 0) remaining.push_back({0, total_rows});

@@ -157,8 +157,7 @@ std::pair<int64_t, int64_t> ShareRange(int64_t n, int world_size, int rank, bool
 
 /// The sequence of S that remains after `resumed` rounds consumed their rows: `total_rows`
 /// positions, each round's consumed prefixes of its shares removed (see EpochPlan).
-std::vector<Segment> RemainingSegments(int64_t total_rows,
-                                       const std::vector<ResumeRound>& resumed,
+std::vector<Segment> RemainingSegments(int64_t total_rows, const std::vector<ResumeRound>& resumed,
                                        bool exactly_once = false);
 
 /// This rank's segments of S: `total_rows` positions, minus what `resumed` rounds consumed,

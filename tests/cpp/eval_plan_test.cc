@@ -59,7 +59,8 @@ TEST(EvalPlanTest, SharesAreContiguousBalancedAndCoverEveryRow) {
 }
 
 TEST(EvalPlanTest, TrainingSharesAreUnchanged) {
-  EXPECT_EQ(ShareRange(1001, 3, 2, /*exactly_once=*/false), std::make_pair(int64_t{666}, int64_t{999}));
+  EXPECT_EQ(ShareRange(1001, 3, 2, /*exactly_once=*/false),
+            std::make_pair(int64_t{666}, int64_t{999}));
 }
 
 // Every row of the dataset exactly once over all ranks' real rows, for row counts that do not
