@@ -7,6 +7,35 @@
 
 namespace stoker {
 
+namespace {
+
+arrow::Status CheckResumeRounds(const PlanConfig& config) {
+  if (config.world_size > kMaxWorldSize) {
+    return arrow::Status::Invalid("world_size ", config.world_size, " is above the limit of ",
+                                  kMaxWorldSize);
+  }
+  if (config.resumed.size() > kMaxResumeRounds) {
+    return arrow::Status::Invalid("a resume state with ", config.resumed.size(),
+                                  " rounds is above the limit of ", kMaxResumeRounds,
+                                  " (a round is added only when the world size changes)");
+  }
+  int64_t ranks = 0;
+  for (const auto& round : config.resumed) {
+    if (round.world_size < 1 || round.world_size > kMaxWorldSize || round.rows_per_rank < 0) {
+      return arrow::Status::Invalid("invalid resume round (world_size ", round.world_size,
+                                    ", rows ", round.rows_per_rank, ")");
+    }
+    ranks += round.world_size;
+  }
+  if (ranks > kMaxResumeRanks) {
+    return arrow::Status::Invalid("resume rounds with ", ranks,
+                                  " ranks in all are above the limit of ", kMaxResumeRanks);
+  }
+  return arrow::Status::OK();
+}
+
+}  // namespace
+
 arrow::Result<EpochPlan> EpochPlan::Make(const std::vector<int64_t>& unit_rows,
                                          const PlanConfig& config) {
   if (config.batch_size < 1 || config.world_size < 1 || config.rank < 0 ||
@@ -16,12 +45,7 @@ arrow::Result<EpochPlan> EpochPlan::Make(const std::vector<int64_t>& unit_rows,
   EpochPlan plan;
   plan.config_ = config;
   ARROW_RETURN_NOT_OK(plan.CutWindows(unit_rows));
-  for (const auto& round : config.resumed) {
-    if (round.world_size < 1 || round.rows_per_rank < 0) {
-      return arrow::Status::Invalid("invalid resume round (world_size ", round.world_size,
-                                    ", rows ", round.rows_per_rank, ")");
-    }
-  }
+  ARROW_RETURN_NOT_OK(CheckResumeRounds(config));
   plan.TakeRankSlice();
   return plan;
 }
@@ -96,27 +120,58 @@ int64_t Length(const std::vector<Segment>& sequence) {
   return n;
 }
 
+// Reads ascending, disjoint position ranges of a sequence of segments in one forward pass.
+class SequenceReader {
+ public:
+  explicit SequenceReader(const std::vector<Segment>& sequence) : sequence_(sequence) {}
+
+  // Appends positions [from, to) to `out`; `from` must not be below an earlier call's `to`.
+  void Take(int64_t from, int64_t to, std::vector<Segment>* out) {
+    while (index_ < sequence_.size() && offset_ + Length(sequence_[index_]) <= from) {
+      offset_ += Length(sequence_[index_++]);
+    }
+    int64_t offset = offset_;
+    for (size_t i = index_; i < sequence_.size() && offset < to; ++i) {
+      const Segment& segment = sequence_[i];
+      const int64_t lo = std::max(from, offset);
+      const int64_t hi = std::min(to, offset + Length(segment));
+      if (lo < hi) out->push_back({segment.begin + (lo - offset), segment.begin + (hi - offset)});
+      offset += Length(segment);
+    }
+  }
+
+ private:
+  static int64_t Length(const Segment& segment) { return segment.end - segment.begin; }
+
+  const std::vector<Segment>& sequence_;
+  size_t index_ = 0;
+  int64_t offset_ = 0;
+};
+
+// What one round leaves of `remaining`: each of its ranks' slices past what the rank consumed,
+// then the rows its split left over (they stay in play, so a round drops at most
+// world_size - 1 rows in all).
+std::vector<Segment> AfterRound(const std::vector<Segment>& remaining, const ResumeRound& round) {
+  const int64_t n = Length(remaining);
+  const int64_t q = n / round.world_size;
+  const int64_t consumed = std::min(round.rows_per_rank, q);
+  std::vector<Segment> next;
+  SequenceReader reader(remaining);
+  if (consumed < q) {
+    for (int64_t r = 0; r < round.world_size; ++r)
+      reader.Take(r * q + consumed, (r + 1) * q, &next);
+  }
+  reader.Take(round.world_size * q, n, &next);
+  return next;
+}
+
 }  // namespace
 
 std::vector<Segment> RankSegments(int64_t total_rows, const std::vector<ResumeRound>& resumed,
                                   int world_size, int rank) {
   std::vector<Segment> remaining;
   if (total_rows > 0) remaining.push_back({0, total_rows});
-  for (const auto& round : resumed) {
-    const int64_t n = Length(remaining);
-    const int64_t q = n / round.world_size;
-    const int64_t consumed = std::min(round.rows_per_rank, q);
-    std::vector<Segment> next;
-    for (int r = 0; r < round.world_size; ++r) {
-      for (const auto& s : SliceSegments(remaining, r * q + consumed, (r + 1) * q)) {
-        next.push_back(s);
-      }
-    }
-    // Rows the old split left over stay in play (at the end), so each round drops at most
-    // world_size - 1 rows in all.
-    for (const auto& s : SliceSegments(remaining, round.world_size * q, n)) next.push_back(s);
-    remaining = std::move(next);
-  }
+  for (const auto& round : resumed) remaining = AfterRound(remaining, round);
   const int64_t q = Length(remaining) / world_size;
   return SliceSegments(remaining, rank * q, (rank + 1) * q);
 }

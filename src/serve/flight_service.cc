@@ -4,8 +4,10 @@
 #include <arrow/flight/api.h>
 #include <arrow/record_batch.h>
 
+#include <algorithm>
 #include <csignal>
 #include <sstream>
+#include <string_view>
 
 #include "manifest/manifest.h"
 #include "plan/plan.h"
@@ -60,6 +62,18 @@ std::string StreamConfigJson(const Loader& loader, int64_t chunk_batches) {
 }
 
 namespace {
+
+// Compares without an early exit, so the time a wrong token takes does not tell how much of
+// it was right.
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  unsigned diff = a.size() != b.size();
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    diff |= static_cast<unsigned char>(i < a.size() ? a[i] : 0) ^
+            static_cast<unsigned char>(i < b.size() ? b[i] : 0);
+  }
+  return diff == 0;
+}
 
 // Adapts a BatchStream to the RecordBatchReader Flight streams, and frees a stream slot
 // when Flight is done with it (end of stream, or the client went away).
@@ -184,7 +198,7 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
     if (options_.token.empty()) return arrow::Status::OK();
     const auto& headers = context.incoming_headers();
     auto it = headers.find("authorization");
-    if (it != headers.end() && it->second == "Bearer " + options_.token) {
+    if (it != headers.end() && ConstantTimeEquals(it->second, "Bearer " + options_.token)) {
       return arrow::Status::OK();
     }
     return flight::MakeFlightError(
