@@ -220,3 +220,32 @@ def test_connection_flood(criteo: Path, servers) -> None:
             conn.close()
     assert settle(server, baseline, "fds", 16) <= baseline["fds"] + 16
     assert_serves_correctly(server, criteo)
+
+
+def test_idle_streams_are_released_and_remote_loaders_continue(large: Path) -> None:
+    server = Server(large, "--max-streams", "1", "--stream-idle-timeout", "1")
+    try:
+        baseline = process_usage(server.process.pid)
+        client = flight.FlightClient(server.location)
+        reader = client.do_get(flight.Ticket(good_ticket(config_of(server))))
+        reader.read_chunk()
+        assert process_usage(server.process.pid)["workers"] > 0
+        # The client stops reading: within the timeout and the watcher's second, the
+        # stream's pipeline is gone and its only slot is free for another client.
+        assert settle(server, baseline, "workers", 0, seconds=10) == 0
+        assert_serves_correctly(server, large)
+        # Coming back, the idle client reads what gRPC had buffered, then the error.
+        with pytest.raises(REFUSED, match="stream_idle_timeout_s"):
+            reader.read_all()
+        client.close()
+        # A RemoteLoader whose consumer pauses longer than the timeout reopens the stream
+        # from the batch it needs: the epoch is exact.
+        remote = stoker.RemoteLoader([server.location], **OPTIONS)
+        it = iter(remote)
+        got = [next(it) for _ in range(3)]
+        time.sleep(3)
+        got += list(it)
+        assert_same_batches(got, local(large))
+        assert remote.stats()["reconnects"] >= 1
+    finally:
+        server.stop()
