@@ -130,7 +130,7 @@ test-asan-python: $(DEPS) $(CLANG)
 	$(ASAN_ENV) ASAN_OPTIONS=detect_leaks=0:strict_string_checks=1 \
 	  LD_PRELOAD=$$(clang -print-file-name=libclang_rt.asan-x86_64.so) \
 	  PYTHONPATH=$(abspath $(ASAN_PY))/site \
-	  $(PY) -m pytest -q --timeout=900 -p no:cacheprovider -m "not slow_under_asan"
+	  $(PY) -m pytest -q --timeout=900 -p no:cacheprovider --durations=15 -m "not slow_under_asan"
 
 # The C++ tests with threads in them under ThreadSanitizer.
 test-tsan: $(DEPS) $(CLANG)
