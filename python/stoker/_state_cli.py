@@ -38,7 +38,7 @@ def load_file(path: str | Path) -> Any:
                              f"(pip install torch)") from e
         try:
             return torch.load(io.BytesIO(data), weights_only=True, map_location="cpu")
-        except Exception as e:  # noqa: BLE001 (torch raises several kinds; all mean the same)
+        except Exception as e:  # torch raises several kinds; all mean the file was refused
             raise ValueError(f"{path}: torch.load(weights_only=True) refused it: {e}") from e
     if data[:1] == b"\x80":  # a pickle (protocol 2 and later)
         try:
@@ -108,16 +108,16 @@ def show(path: str | Path, *, as_json: bool) -> str:
     rounds = ", ".join(f"{r} rows per rank at world size {n}" for n, r in info["rounds"])
     lines = [
         f"epoch            {info['epoch']}",
-        f"consumed         {info['batches_consumed']} batches of {info['batch_size']}: "
-        f"{info['rows_consumed_per_rank']} rows per rank, {info['rows_consumed_all_ranks']} "
-        f"rows of {info['dataset_rows']} in all" + (f" ({rounds})" if rounds else ""),
-        f"left             {info['batches_left']} batches, {info['rows_left_per_rank']} rows "
-        f"per rank at world size {info['world_size']}",
+        (f"consumed         {info['batches_consumed']} batches of {info['batch_size']}: "
+         f"{info['rows_consumed_per_rank']} rows per rank, {info['rows_consumed_all_ranks']} "
+         f"rows of {info['dataset_rows']} in all" + (f" ({rounds})" if rounds else "")),
+        (f"left             {info['batches_left']} batches, {info['rows_left_per_rank']} rows "
+         f"per rank at world size {info['world_size']}"),
         f"saved by         rank {info['rank']} of world size {info['world_size']}",
-        f"options          seed {info['seed']}, shuffle {info['shuffle']}, digest "
-        f"{info['options_digest']}",
-        f"dataset          {info['dataset_files']} files, {info['dataset_rows']} rows, "
-        f"fingerprint {info['dataset_fingerprint']}",
+        (f"options          seed {info['seed']}, shuffle {info['shuffle']}, digest "
+         f"{info['options_digest']}"),
+        (f"dataset          {info['dataset_files']} files, {info['dataset_rows']} rows, "
+         f"fingerprint {info['dataset_fingerprint']}"),
         f"delivered digest {info['delivered_digest'] or '-'}",
     ]
     return "\n".join(lines)
