@@ -42,7 +42,8 @@ class Loader {
 
   const LoaderOptions& options() const { return options_; }
   const Manifest& manifest() const;
-  /// Columns of every batch (after the transforms).
+  /// Columns of every batch (after the transforms, then the plan columns: kValidColumn,
+  /// kFileIndexColumn, kRowInFileColumn when asked for).
   const std::shared_ptr<arrow::Schema>& schema() const;
   /// The compiled transform spec (its canonical form and digest key caches and servers).
   const TransformSpec& transforms() const;
@@ -52,7 +53,8 @@ class Loader {
   const std::vector<std::string>& ragged_columns() const;
   /// Rows of an epoch (all ranks): those matching the filter.
   int64_t num_rows() const { return num_rows_; }
-  /// Batches per epoch for this rank (the same for every epoch and every rank).
+  /// Batches per epoch for this rank (the same for every epoch; the same for every rank
+  /// except with LoaderMode::kEval without pad_to_equal_steps, where they may differ by one).
   int64_t num_batches() const;
   /// The order of `epoch` for this rank; a pure function of dataset, options, epoch and the
   /// rounds of it consumed before a resume (empty for a fresh epoch).

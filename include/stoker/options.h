@@ -38,6 +38,29 @@ enum class OutputKind {
   kArrow,
 };
 
+/// What the epochs are for: how ranks share the rows (docs/evaluation.md).
+enum class LoaderMode {
+  /// Training: equal slices, so every rank has the same number of batches; at most
+  /// world_size - 1 rows of an epoch are left out.
+  kTrain,
+  /// Evaluation and batch inference: every row exactly once. Ranks take contiguous shares
+  /// that differ by at most one row (so their batch counts may differ by one, unless
+  /// pad_to_equal_steps).
+  kEval,
+};
+
+/// The name options spell a mode with: "train" or "eval".
+const char* LoaderModeName(LoaderMode mode);
+/// The mode called `name`; otherwise an error naming the option and the allowed values.
+arrow::Result<LoaderMode> ParseLoaderMode(const std::string& name);
+
+/// Name of the boolean column pad_to_equal_steps adds: true for real rows, false for padding.
+inline constexpr char kValidColumn[] = "_valid";
+/// Names of the columns with_row_origin adds: the row's file (an index into the loader's
+/// files, in dataset order) and its row within that file (0-based, as stored).
+inline constexpr char kFileIndexColumn[] = "_file_index";
+inline constexpr char kRowInFileColumn[] = "_row_in_file";
+
 /// Default for LoaderOptions::shuffle_window: rows mixed together by the shuffle.
 inline constexpr int64_t kDefaultShuffleWindowRows = 262144;
 /// Default for LoaderOptions::prefetch when it is 0: finished batches per worker thread.
@@ -70,8 +93,18 @@ struct LoaderOptions {
   /// Number of data-parallel ranks sharing the epoch (>= 1). Ranks see disjoint rows and
   /// the same number of batches; at most world_size - 1 rows of an epoch are left out.
   int world_size = 1;
-  /// Drop the last batch of an epoch when it is shorter than batch_size.
+  /// Drop the last batch of an epoch when it is shorter than batch_size. Not with kEval.
   bool drop_last = false;
+  /// Training (equal slices) or evaluation (every row exactly once); see LoaderMode.
+  LoaderMode mode = LoaderMode::kTrain;
+  /// With kEval: every rank delivers the same number of batches, all of batch_size rows; the
+  /// rows after a rank's share are padding (its last real row repeated) and a bool column
+  /// kValidColumn says which rows are real. Needs kEval.
+  bool pad_to_equal_steps = false;
+  /// Adds each row's origin: kFileIndexColumn (int32, index into the dataset's files) and
+  /// kRowInFileColumn (int64), so output can be joined back to its input. Not with a filter
+  /// (a filtered unit no longer knows its rows' places in the file).
+  bool with_row_origin = false;
   /// Worker threads that read, decode and assemble. 0 means the machine's cores.
   int num_threads = 0;
   /// Finished batches kept ready ahead of the consumer (>= 1). 0 means

@@ -58,6 +58,9 @@ class EpochCursor:
         if n_batches < 0:
             raise ValueError(f"n_batches must be >= 0 (skip only moves forward; load an "
                              f"earlier state_dict() to go back), got {n_batches}")
+        if self.identity.get("mode", "train") != "train":
+            raise ValueError("skip() moves a training run on; in mode='eval' every row is "
+                             "delivered exactly once, so there is nothing to skip over")
         rows, batch_size = self.identity["rows"], self.identity["batch_size"]
         drop_last = self.identity["drop_last"]
         epoch, rounds = _state.position(self._progress, self._epoch, self._pending_rounds,

@@ -173,8 +173,19 @@ class Loader(_cursor.EpochLoader):
         shuffle_window: rows mixed together (rounded up to whole row groups); memory holds
             about this many decoded rows. None: 262144.
         rank, world_size: this process's data-parallel rank. Ranks see disjoint rows and the
-            same number of batches; at most ``world_size - 1`` rows per epoch are left out.
-        drop_last: drop a short last batch.
+            same number of batches; at most ``world_size - 1`` rows per epoch are left out
+            (with ``mode="train"``).
+        drop_last: drop a short last batch (not with ``mode="eval"``).
+        mode: "train" (equal slices per rank, equal steps) or "eval": every row exactly once,
+            each rank a contiguous share of the epoch (shares differ by at most one row, so
+            batch counts by at most one). Set ``shuffle=False`` for evaluation in file order
+            (docs/evaluation.md).
+        pad_to_equal_steps: with ``mode="eval"``, every rank delivers the same number of
+            batches, all of ``batch_size`` rows; rows past a rank's share repeat its last
+            row and a bool column ``_valid`` marks the real ones.
+        with_row_origin: add ``_file_index`` (int32, an index into ``loader.files``) and
+            ``_row_in_file`` (int64) to every batch, to join output back to its input. Not
+            with a ``filter``.
         num_threads: worker threads; None uses every core.
         prefetch: finished batches kept ready ahead of the consumer; None: 2 per thread.
         output: "numpy" (dict of np.ndarray), "torch" (dict of torch.Tensor) or "arrow"
@@ -209,6 +220,9 @@ class Loader(_cursor.EpochLoader):
         rank: int = _DEFAULTS.rank,
         world_size: int = _DEFAULTS.world_size,
         drop_last: bool = _DEFAULTS.drop_last,
+        mode: str = _DEFAULTS.mode,
+        pad_to_equal_steps: bool = _DEFAULTS.pad_to_equal_steps,
+        with_row_origin: bool = _DEFAULTS.with_row_origin,
         num_threads: int | None = _DEFAULTS.num_threads,
         prefetch: int | None = _DEFAULTS.prefetch,
         output: str = "numpy",
@@ -228,6 +242,7 @@ class Loader(_cursor.EpochLoader):
         self._output, self._batch_transform = output, batch_transform
         self._transformed_ahead = prefetch or _TRANSFORMED_AHEAD
         self._schema = pa.schema(_CapsuleSchema(self._core.schema_capsule()))
+        self._files = tuple(self._core.dataset()["files"])
         identity = _state.identity(json.loads(self._core.config()))
         self._cursor = _cursor.EpochCursor(identity, options.rank, options.world_size)
 
@@ -235,6 +250,12 @@ class Loader(_cursor.EpochLoader):
     def schema(self) -> pa.Schema:
         """The columns of every batch, as Arrow types."""
         return self._schema
+
+    @property
+    def files(self) -> list[str]:
+        """The dataset's files in dataset order: ``_file_index`` (``with_row_origin``) indexes
+        this list."""
+        return list(self._files)
 
     def __len__(self) -> int:
         """Batches per epoch for this rank."""

@@ -93,6 +93,8 @@ _CONVERT = {
     "columns": _columns,
     "shuffle": bool,
     "drop_last": bool,
+    "pad_to_equal_steps": bool,
+    "with_row_origin": bool,
     "transforms": lambda ops: [_core.TransformOp.from_dict(op)
                                for op in _transforms.normalize(ops)],
     "filter": serialize_filter,

@@ -26,6 +26,8 @@ def identity(config: dict[str, Any]) -> dict[str, Any]:
         "shuffle_window": config["shuffle_window"],
         "batch_size": config["batch_size"],
         "drop_last": config["drop_last"],
+        "mode": config["mode"],
+        "pad_to_equal_steps": config["pad_to_equal_steps"],
         "columns_digest": columns_digest(config["columns"]),
         "filter_digest": config["filter_digest"],
     }
@@ -72,6 +74,7 @@ def batches_of(rows: int, batch_size: int, drop_last: bool) -> int:
 def options_digest(state: dict[str, Any]) -> str:
     """One digest of everything load_state_dict checks: two states with the same digest
     load into the same loaders (what `stoker state` prints to compare checkpoints)."""
+    state = {**_ADDED, **state}
     text = "\x00".join(f"{key}={state.get(key)!r}" for key in _CHECKED)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
@@ -90,6 +93,8 @@ def make_state(*, epoch: int, rounds: list[list[int]], rank: int, world_size: in
 
 
 # Fields that must match for the rest of the epoch to be exactly the planned rows.
+# Fields added after version 1 was written, with the value a state without them meant.
+_ADDED = {"mode": "train", "pad_to_equal_steps": False}
 _CHECKED = {
     "dataset_fingerprint": "the dataset (files added, removed or changed)",
     "seed": "seed",
@@ -97,6 +102,8 @@ _CHECKED = {
     "shuffle_window": "shuffle_window",
     "batch_size": "batch_size",
     "drop_last": "drop_last",
+    "mode": "mode",
+    "pad_to_equal_steps": "pad_to_equal_steps",
     "columns_digest": "the column set",
     "filter_digest": "the filter",
 }
@@ -106,6 +113,7 @@ def check_state(state: Any, identity: dict[str, Any], *, strict: bool) -> tuple[
     """Validates a saved state against this loader's identity; returns (epoch, rounds)."""
     if not isinstance(state, dict):
         raise TypeError(f"state must be a dict from Loader.state_dict(), got {type(state)!r}")
+    state = {**_ADDED, **state}
     missing = [k for k in ("version", "epoch", "rounds", *_CHECKED) if k not in state]
     if missing:
         raise ValueError(f"state is missing {', '.join(missing)}: not a Loader.state_dict()")

@@ -73,15 +73,19 @@ def describe(state: dict[str, Any]) -> dict[str, Any]:
     """What `stoker state` reports, as one flat dict."""
     rows, batch_size, drop_last = state["rows"], state["batch_size"], state["drop_last"]
     world_size, rounds = state["world_size"], state["rounds"]
-    left_per_rank = _state.rows_left(rows, rounds, world_size)
+    mode = state.get("mode", "train")
+    # What is left follows from the training split; evaluation shares differ per rank.
+    left_per_rank = _state.rows_left(rows, rounds, world_size) if mode == "train" else None
     consumed_per_rank = sum(r for _, r in rounds)
     return {
         "epoch": state["epoch"],
+        "mode": mode,
         "batches_consumed": sum(_state.batches_of(r, batch_size, drop_last)
                                 for _, r in rounds),
         "rows_consumed_per_rank": consumed_per_rank,
         "rows_consumed_all_ranks": rows - _state.rows_left(rows, rounds, 1),
-        "batches_left": _state.batches_of(left_per_rank, batch_size, drop_last),
+        "batches_left": (None if left_per_rank is None
+                         else _state.batches_of(left_per_rank, batch_size, drop_last)),
         "rows_left_per_rank": left_per_rank,
         "rounds": rounds,
         "rank": state["rank"],
@@ -107,12 +111,14 @@ def show(path: str | Path, *, as_json: bool) -> str:
         return json.dumps(info, indent=2)
     rounds = ", ".join(f"{r} rows per rank at world size {n}" for n, r in info["rounds"])
     lines = [
-        f"epoch            {info['epoch']}",
+        f"epoch            {info['epoch']}" + ("" if info["mode"] == "train"
+                                                     else f" (mode {info['mode']})"),
         (f"consumed         {info['batches_consumed']} batches of {info['batch_size']}: "
          f"{info['rows_consumed_per_rank']} rows per rank, {info['rows_consumed_all_ranks']} "
          f"rows of {info['dataset_rows']} in all" + (f" ({rounds})" if rounds else "")),
         (f"left             {info['batches_left']} batches, {info['rows_left_per_rank']} rows "
-         f"per rank at world size {info['world_size']}"),
+         f"per rank at world size {info['world_size']}" if info["mode"] == "train"
+         else "left             (evaluation shares differ per rank)"),
         f"saved by         rank {info['rank']} of world size {info['world_size']}",
         (f"options          seed {info['seed']}, shuffle {info['shuffle']}, digest "
          f"{info['options_digest']}"),

@@ -229,6 +229,7 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
     const std::vector<std::shared_ptr<const LoadedWindow>>& windows) const {
   ARROW_DCHECK(begin < end && !windows.empty()) << "batch [" << begin << ", " << end << ")";
   std::vector<const StagedUnit*> units;
+  std::vector<int32_t> unit_ids;    // each unit's index into source_->units
   std::vector<int64_t> first_rows;  // global index of each unit's first row
   std::vector<uint32_t> window_base;
   for (const auto& window : windows) {
@@ -237,6 +238,7 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
       ARROW_DCHECK(!window->units[i].columns.empty())
           << "window " << window->index << " not loaded";
       units.push_back(&window->units[i]);
+      unit_ids.push_back(window->unit_ids[i]);
       first_rows.push_back(source_->units[window->unit_ids[i]].first_row);
     }
   }
@@ -294,7 +296,17 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
     columns.push_back(std::move(column));
   }
   AssembledBatch out;
-  out.batch = arrow::RecordBatch::Make(schema, n, std::move(columns));
+  const PlanColumns& plan_columns = source_->plan_columns;
+  if (plan_columns.valid_mask || plan_columns.row_origin) {
+    std::vector<int32_t> row_units(n);
+    for (int64_t i = 0; i < n; ++i) row_units[i] = unit_ids[g.unit[i]];
+    ARROW_ASSIGN_OR_RAISE(auto extra, plan_columns.Make(begin, plan.real_rows(), row_units, g.row,
+                                                        source_->units, pool));
+    for (auto& array : extra) columns.push_back(array->data());
+    out.batch = arrow::RecordBatch::Make(source_->batch_schema, n, std::move(columns));
+  } else {
+    out.batch = arrow::RecordBatch::Make(schema, n, std::move(columns));
+  }
   out.rows_hash = rows_digest.Fold();
   return out;
 }

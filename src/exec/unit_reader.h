@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "assemble/plan_columns.h"
 #include "cache/disk_cache.h"
 #include "manifest/manifest.h"
 #include "stoker/options.h"
@@ -37,6 +38,11 @@ struct UnitSource {
   std::shared_ptr<const TransformSpec> transforms;
   /// Columns of a finished unit (the transforms' output).
   std::shared_ptr<arrow::Schema> output_schema;
+  /// The columns the assembler adds from the plan (mask, row origin).
+  PlanColumns plan_columns;
+  /// Columns of a batch with plan columns: output_schema, then the plan columns (without
+  /// them a batch has output_schema).
+  std::shared_ptr<arrow::Schema> batch_schema;
   OutputKind output = OutputKind::kTensor;
   arrow::MemoryPool* pool = nullptr;
   /// Where batches are allocated (they outlive the loader in the consumer's hands); null:

@@ -163,6 +163,9 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
                                                 stats->retry_counter());
                         }));
   ARROW_RETURN_NOT_OK(SetUpTransforms(options, source.get()));
+  source->plan_columns.valid_mask = options.pad_to_equal_steps;
+  source->plan_columns.row_origin = options.with_row_origin;
+  ARROW_ASSIGN_OR_RAISE(source->batch_schema, source->plan_columns.Extend(*source->output_schema));
   if (options.output == OutputKind::kTensor) ARROW_RETURN_NOT_OK(CheckTensorOutput(*source));
   ARROW_RETURN_NOT_OK(SetUpUnits(options, stats.get(), source.get()));
   if (!options.cache_dir.empty()) SetUpCache(options, stats, source.get());
@@ -190,7 +193,7 @@ arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
 
 const Manifest& Loader::manifest() const { return *source_->manifest; }
 
-const std::shared_ptr<arrow::Schema>& Loader::schema() const { return source_->output_schema; }
+const std::shared_ptr<arrow::Schema>& Loader::schema() const { return source_->batch_schema; }
 
 const TransformSpec& Loader::transforms() const { return *source_->transforms; }
 
@@ -209,7 +212,9 @@ std::string Loader::TakeCacheWarning() const {
 StatsSnapshot Loader::stats() const { return stats_->Snapshot(); }
 
 int64_t Loader::num_batches() const {
-  return BatchesPerRank(num_rows_ / options_.world_size, MakePlanConfig(0));
+  // Only the row counts decide it, the same for every epoch; a plan is cheap to make.
+  auto plan = PlanEpoch(0);
+  return plan.ok() ? plan->num_batches() : 0;
 }
 
 PlanConfig Loader::MakePlanConfig(int64_t epoch) const {
@@ -223,6 +228,8 @@ PlanConfig Loader::MakePlanConfig(int64_t epoch) const {
   config.rank = options_.rank;
   config.batch_size = options_.batch_size;
   config.drop_last = options_.drop_last;
+  config.exactly_once = options_.mode == LoaderMode::kEval;
+  config.pad_to_equal_steps = options_.pad_to_equal_steps;
   return config;
 }
 

@@ -17,6 +17,15 @@ arrow::Result<CachePolicy> ParseCachePolicy(const std::string& name) {
   return arrow::Status::Invalid("cache_policy must be 'lru' or 'fill', got '", name, "'");
 }
 
+const char* LoaderModeName(LoaderMode mode) { return mode == LoaderMode::kEval ? "eval" : "train"; }
+
+arrow::Result<LoaderMode> ParseLoaderMode(const std::string& name) {
+  for (LoaderMode mode : {LoaderMode::kTrain, LoaderMode::kEval}) {
+    if (name == LoaderModeName(mode)) return mode;
+  }
+  return arrow::Status::Invalid("mode must be 'train' or 'eval', got '", name, "'");
+}
+
 arrow::Status ValidateRank(int rank, int world_size) {
   if (world_size < 1) {
     return arrow::Status::Invalid("world_size must be >= 1, got ", world_size);
@@ -49,6 +58,25 @@ arrow::Status ValidateStorage(const StorageOptions& storage) {
   return arrow::Status::OK();
 }
 
+// The options that go with evaluation, and those that would break exactly-once.
+arrow::Status ValidateEval(const LoaderOptions& o) {
+  if (o.mode == LoaderMode::kEval && o.drop_last) {
+    return arrow::Status::Invalid(
+        "drop_last cannot be set with mode='eval': it would drop rows evaluation must see "
+        "(use pad_to_equal_steps for batches of equal size)");
+  }
+  if (o.pad_to_equal_steps && o.mode != LoaderMode::kEval) {
+    return arrow::Status::Invalid(
+        "pad_to_equal_steps needs mode='eval' (training ranks already have equal steps)");
+  }
+  if (o.with_row_origin && o.filter.has_value()) {
+    return arrow::Status::Invalid(
+        "with_row_origin cannot be used with a filter: a filtered row group no longer "
+        "knows its rows' places in the file");
+  }
+  return arrow::Status::OK();
+}
+
 }  // namespace
 
 arrow::Status LoaderOptions::Validate() const {
@@ -75,6 +103,7 @@ arrow::Status LoaderOptions::Validate() const {
                                   cache_limit_bytes);
   }
   ARROW_RETURN_NOT_OK(ValidateStorage(storage));
+  ARROW_RETURN_NOT_OK(ValidateEval(*this));
   for (size_t i = 0; i < columns.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (columns[i] == columns[j]) {

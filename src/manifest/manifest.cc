@@ -10,6 +10,7 @@
 #include <parquet/file_reader.h>
 #include <parquet/statistics.h>
 
+#include <algorithm>
 #include <set>
 
 #include "stoker/error.h"
@@ -79,15 +80,19 @@ arrow::Status AddUnits(size_t i, const ManifestFile& file, std::vector<Unit>* un
   fingerprint->Add(static_cast<uint64_t>(file.source.mtime_ns));
   const auto& metadata = *file.metadata;
   fingerprint->Add(static_cast<uint64_t>(metadata.num_row_groups()));
+  int64_t rows_in_file = 0;
   for (int rg = 0; rg < metadata.num_row_groups(); ++rg) {
     auto row_group = metadata.RowGroup(rg);
     fingerprint->Add(static_cast<uint64_t>(row_group->num_rows()));
+    const int64_t first_row_in_file = rows_in_file;
+    rows_in_file += std::max<int64_t>(row_group->num_rows(), 0);
     if (row_group->num_rows() <= 0) continue;
     Unit unit;
     unit.file = static_cast<int32_t>(i);
     unit.row_group = rg;
     unit.num_rows = row_group->num_rows();
     unit.first_row = *num_rows;
+    unit.first_row_in_file = first_row_in_file;
     for (int leaf : file.leaf_columns) {
       unit.bytes += row_group->ColumnChunk(leaf)->total_compressed_size();
     }

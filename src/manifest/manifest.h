@@ -31,6 +31,8 @@ struct Unit {
   int64_t num_rows = 0;
   /// Rows before this unit in dataset order (its first row's global index).
   int64_t first_row = 0;
+  /// Rows before this unit in its file (its first row's index in the file).
+  int64_t first_row_in_file = 0;
   /// Compressed bytes of the projected column chunks.
   int64_t bytes = 0;
 };

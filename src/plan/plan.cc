@@ -7,6 +7,16 @@
 
 namespace stoker {
 
+namespace {
+
+int64_t Length(const std::vector<Segment>& sequence) {
+  int64_t n = 0;
+  for (const auto& segment : sequence) n += segment.end - segment.begin;
+  return n;
+}
+
+}  // namespace
+
 arrow::Result<EpochPlan> EpochPlan::Make(const std::vector<int64_t>& unit_rows,
                                          const PlanConfig& config) {
   if (config.batch_size < 1 || config.world_size < 1 || config.rank < 0 ||
@@ -57,15 +67,34 @@ arrow::Status EpochPlan::CutWindows(const std::vector<int64_t>& unit_rows) {
 }
 
 void EpochPlan::TakeRankSlice() {
-  segments_ = RankSegments(total_rows_, config_.resumed, config_.world_size, config_.rank);
+  const std::vector<Segment> remaining =
+      RemainingSegments(total_rows_, config_.resumed, config_.exactly_once);
+  const int64_t n = Length(remaining);
+  const auto [first, last] = ShareRange(n, config_.world_size, config_.rank, config_.exactly_once);
+  segments_ = SliceSegments(remaining, first, last);
   for (const auto& segment : segments_) {
-    segment_offset_.push_back(rank_rows_);
-    rank_rows_ += segment.end - segment.begin;
+    segment_offset_.push_back(real_rows_);
+    real_rows_ += segment.end - segment.begin;
     for (int64_t w = WindowOf(segment.begin); w <= WindowOf(segment.end - 1); ++w) {
       if (window_schedule_.empty() || window_schedule_.back() < w) window_schedule_.push_back(w);
     }
   }
+  rank_rows_ = real_rows_;
+  if (config_.pad_to_equal_steps && n > 0) TakePadding(remaining, last);
   num_batches_ = BatchesPerRank(rank_rows_, config_);
+}
+
+void EpochPlan::TakePadding(const std::vector<Segment>& remaining, int64_t share_end) {
+  // Rank 0 holds the largest share; every rank delivers as many full batches as it needs.
+  const auto [first0, last0] =
+      ShareRange(Length(remaining), config_.world_size, 0, config_.exactly_once);
+  const int64_t steps = (last0 - first0 + config_.batch_size - 1) / config_.batch_size;
+  rank_rows_ = steps * config_.batch_size;
+  // The share's last row, or for an empty share (only ranks after the first) the row before
+  // it: a row of a window the rank reads last, so padding loads nothing earlier again.
+  pad_position_ = SliceSegments(remaining, share_end - 1, share_end)[0].begin;
+  const int64_t w = WindowOf(pad_position_);
+  if (window_schedule_.empty() || window_schedule_.back() < w) window_schedule_.push_back(w);
 }
 
 int64_t BatchesPerRank(int64_t rows_per_rank, const PlanConfig& config) {
@@ -88,37 +117,41 @@ std::vector<Segment> SliceSegments(const std::vector<Segment>& sequence, int64_t
   return out;
 }
 
-namespace {
-
-int64_t Length(const std::vector<Segment>& sequence) {
-  int64_t n = 0;
-  for (const auto& segment : sequence) n += segment.end - segment.begin;
-  return n;
+std::pair<int64_t, int64_t> ShareRange(int64_t n, int world_size, int rank, bool exactly_once) {
+  const int64_t q = n / world_size;
+  if (!exactly_once) return {rank * q, (rank + 1) * q};
+  const int64_t extra = n % world_size;
+  auto start = [&](int64_t r) { return r * q + std::min(r, extra); };
+  return {start(rank), start(rank + 1)};
 }
 
-}  // namespace
-
-std::vector<Segment> RankSegments(int64_t total_rows, const std::vector<ResumeRound>& resumed,
-                                  int world_size, int rank) {
+std::vector<Segment> RemainingSegments(int64_t total_rows, const std::vector<ResumeRound>& resumed,
+                                       bool exactly_once) {
   std::vector<Segment> remaining;
   if (total_rows > 0) remaining.push_back({0, total_rows});
   for (const auto& round : resumed) {
     const int64_t n = Length(remaining);
-    const int64_t q = n / round.world_size;
-    const int64_t consumed = std::min(round.rows_per_rank, q);
     std::vector<Segment> next;
+    int64_t shared = 0;  // end of the last share
     for (int r = 0; r < round.world_size; ++r) {
-      for (const auto& s : SliceSegments(remaining, r * q + consumed, (r + 1) * q)) {
-        next.push_back(s);
-      }
+      const auto [first, last] = ShareRange(n, round.world_size, r, exactly_once);
+      const int64_t consumed = std::min(round.rows_per_rank, last - first);
+      for (const auto& s : SliceSegments(remaining, first + consumed, last)) next.push_back(s);
+      shared = last;
     }
     // Rows the old split left over stay in play (at the end), so each round drops at most
-    // world_size - 1 rows in all.
-    for (const auto& s : SliceSegments(remaining, round.world_size * q, n)) next.push_back(s);
+    // world_size - 1 rows in all (none with exactly_once, whose shares cover every row).
+    for (const auto& s : SliceSegments(remaining, shared, n)) next.push_back(s);
     remaining = std::move(next);
   }
-  const int64_t q = Length(remaining) / world_size;
-  return SliceSegments(remaining, rank * q, (rank + 1) * q);
+  return remaining;
+}
+
+std::vector<Segment> RankSegments(int64_t total_rows, const std::vector<ResumeRound>& resumed,
+                                  int world_size, int rank, bool exactly_once) {
+  const auto remaining = RemainingSegments(total_rows, resumed, exactly_once);
+  const auto [first, last] = ShareRange(Length(remaining), world_size, rank, exactly_once);
+  return SliceSegments(remaining, first, last);
 }
 
 std::pair<int64_t, int64_t> EpochPlan::BatchRange(int64_t b) const {
@@ -129,6 +162,7 @@ std::pair<int64_t, int64_t> EpochPlan::BatchRange(int64_t b) const {
 
 int64_t EpochPlan::Position(int64_t offset) const {
   ARROW_DCHECK(offset >= 0 && offset < rank_rows_) << "offset " << offset << " of " << rank_rows_;
+  if (offset >= real_rows_) return pad_position_;
   const auto it = std::upper_bound(segment_offset_.begin(), segment_offset_.end(), offset) - 1;
   return segments_[it - segment_offset_.begin()].begin + (offset - *it);
 }
@@ -176,7 +210,17 @@ RowSource EpochPlan::Locate(int64_t pos, int64_t window, const Permutation& rows
 
 void EpochPlan::LocateRange(int64_t begin, int64_t end, std::vector<RowSource>* out) const {
   out->resize(end - begin);
-  if (begin >= end) return;
+  const int64_t real_end = std::min(end, real_rows_);
+  if (begin < real_end) LocateRealRange(begin, real_end, out->data());
+  if (real_end < end) {
+    // Padding: the one padded position, located once.
+    const int64_t window = WindowOf(pad_position_);
+    const RowSource pad = Locate(pad_position_, window, WindowRows(window));
+    std::fill(out->begin() + (std::max(begin, real_end) - begin), out->end(), pad);
+  }
+}
+
+void EpochPlan::LocateRealRange(int64_t begin, int64_t end, RowSource* out) const {
   auto segment =
       static_cast<size_t>(std::upper_bound(segment_offset_.begin(), segment_offset_.end(), begin) -
                           segment_offset_.begin() - 1);
@@ -199,7 +243,7 @@ void EpochPlan::LocateRange(int64_t begin, int64_t end, std::vector<RowSource>* 
     const int64_t* unit_offsets = unit_offset_.data() + w->first_unit;
     int64_t unit = w->num_units - 1;
     while (unit_offsets[unit] > k) --unit;
-    RowSource& source = (*out)[offset - begin];
+    RowSource& source = out[offset - begin];
     source.window = window;
     source.unit_in_window = unit;
     source.row = k - unit_offsets[unit];

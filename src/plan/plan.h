@@ -29,6 +29,14 @@ struct PlanConfig {
   int rank = 0;
   int64_t batch_size = 1;
   bool drop_last = false;
+  /// Evaluation: every row of S exactly once. Ranks take contiguous shares of S that differ
+  /// by at most one row (the first T mod world_size ranks take one more) instead of equal
+  /// slices that leave up to world_size - 1 rows out. drop_last must be false.
+  bool exactly_once = false;
+  /// With exactly_once: every rank gets the same number of full batches, the rows past its
+  /// share being padding (its last real row repeated; EpochPlan::real_rows() says where the
+  /// padding starts).
+  bool pad_to_equal_steps = false;
   /// Earlier stretches of this epoch, oldest first (empty for a fresh epoch). The rows they
   /// consumed are removed from S; what remains, in order, is split among world_size ranks.
   std::vector<ResumeRound> resumed;
@@ -67,6 +75,11 @@ struct RowSource {
 /// unconsumed rest of every old slice, in rank order, then the rows the old split left over;
 /// it is split the same way among the new ranks. With the same world size this continues
 /// each rank exactly where it stopped.
+///
+/// With exactly_once (evaluation) the slices are the balanced shares of ShareRange, which
+/// leave no row out, and a resumed rank r of N counts min(c, its share) rows as consumed;
+/// with pad_to_equal_steps each rank's rows are followed by padding up to the batches of
+/// the largest share, all full.
 class EpochPlan {
  public:
   /// unit_rows[i] is the row count of unit i (> 0).
@@ -82,13 +95,16 @@ class EpochPlan {
   int64_t total_rows() const { return total_rows_; }
   /// The positions of S this rank reads, in order (one segment for a fresh epoch).
   const std::vector<Segment>& segments() const { return segments_; }
-  /// Rows this rank reads this epoch (the sum of its segments).
+  /// Rows this rank delivers this epoch: its segments' rows, then any padding.
   int64_t rank_rows() const { return rank_rows_; }
+  /// Rows of rank_rows() that are real (the sum of its segments); the rest are padding.
+  int64_t real_rows() const { return real_rows_; }
   /// Batches this rank delivers this epoch.
   int64_t num_batches() const { return num_batches_; }
   /// Rank-local offsets of batch b: [first, second).
   std::pair<int64_t, int64_t> BatchRange(int64_t b) const;
-  /// Position in S of the rank-local offset `offset` (< rank_rows()).
+  /// Position in S of the rank-local offset `offset` (< rank_rows()); padding repeats the
+  /// rank's last real position.
   int64_t Position(int64_t offset) const;
   /// The distinct windows this rank reads, in increasing order.
   const std::vector<int64_t>& window_schedule() const { return window_schedule_; }
@@ -110,6 +126,11 @@ class EpochPlan {
   arrow::Status CutWindows(const std::vector<int64_t>& unit_rows);
   /// This rank's segments of S, their offsets, the windows they read and the batch count.
   void TakeRankSlice();
+  /// Pads the rank's rows up to the full batches of the largest share (pad_to_equal_steps);
+  /// `share_end` is where this rank's share ends in `remaining`.
+  void TakePadding(const std::vector<Segment>& remaining, int64_t share_end);
+  /// LocateRange over real rows only (end <= real_rows()), into out[0 .. end - begin).
+  void LocateRealRange(int64_t begin, int64_t end, RowSource* out) const;
 
   PlanConfig config_;
   std::vector<int32_t> unit_order_;
@@ -120,7 +141,10 @@ class EpochPlan {
   std::vector<Segment> segments_;
   /// segment_offset_[i]: rank-local offset where segments_[i] starts.
   std::vector<int64_t> segment_offset_;
+  int64_t real_rows_ = 0;
   int64_t rank_rows_ = 0;
+  /// The position padding repeats (meaningful when rank_rows_ > real_rows_).
+  int64_t pad_position_ = 0;
   int64_t num_batches_ = 0;
   std::vector<int64_t> window_schedule_;
 };
@@ -128,10 +152,20 @@ class EpochPlan {
 /// The sub-sequence [from, to) of the concatenation of `sequence`'s segments.
 std::vector<Segment> SliceSegments(const std::vector<Segment>& sequence, int64_t from, int64_t to);
 
+/// Rank `rank`'s share [first, second) of `n` rows among `world_size` ranks: equal slices of
+/// floor(n / world_size) (the rest left out), or with `exactly_once` contiguous shares that
+/// differ by at most one row, the larger ones first, covering all n.
+std::pair<int64_t, int64_t> ShareRange(int64_t n, int world_size, int rank, bool exactly_once);
+
+/// The sequence of S that remains after `resumed` rounds consumed their rows: `total_rows`
+/// positions, each round's consumed prefixes of its shares removed (see EpochPlan).
+std::vector<Segment> RemainingSegments(int64_t total_rows, const std::vector<ResumeRound>& resumed,
+                                       bool exactly_once = false);
+
 /// This rank's segments of S: `total_rows` positions, minus what `resumed` rounds consumed,
 /// split among world_size ranks (see EpochPlan).
 std::vector<Segment> RankSegments(int64_t total_rows, const std::vector<ResumeRound>& resumed,
-                                  int world_size, int rank);
+                                  int world_size, int rank, bool exactly_once = false);
 
 /// Batches each rank gets from `rows_per_rank` rows.
 int64_t BatchesPerRank(int64_t rows_per_rank, const PlanConfig& config);

@@ -215,6 +215,13 @@ void BindLoaderOptions(nb::module_& m) {
       .Field("rank", &LoaderOptions::rank)
       .Field("world_size", &LoaderOptions::world_size)
       .Field("drop_last", &LoaderOptions::drop_last)
+      .Property(
+          "mode", [](const LoaderOptions& o) { return std::string(LoaderModeName(o.mode)); },
+          [](LoaderOptions& o, const std::string& name) {
+            o.mode = ValueOrThrow(ParseLoaderMode(name));
+          })
+      .Field("pad_to_equal_steps", &LoaderOptions::pad_to_equal_steps)
+      .Field("with_row_origin", &LoaderOptions::with_row_origin)
       .DefaultableCount("num_threads", &LoaderOptions::num_threads)
       .DefaultableCount("prefetch", &LoaderOptions::prefetch)
       .Property(

@@ -27,6 +27,11 @@ std::string StreamConfigDigest(const Loader& loader) {
   digest.Add(static_cast<uint64_t>(o.shuffle));
   digest.Add(static_cast<uint64_t>(o.shuffle ? o.ResolvedShuffleWindow() : 0));
   digest.Add(static_cast<uint64_t>(o.drop_last));
+  // Training configurations keep the digest they had before evaluation mode existed.
+  if (o.mode != LoaderMode::kTrain || o.pad_to_equal_steps) {
+    digest.Add(std::string(LoaderModeName(o.mode)));
+    digest.Add(static_cast<uint64_t>(o.pad_to_equal_steps));
+  }
   digest.Add(loader.schema()->ToString());
   digest.Add(loader.transforms().digest());
   digest.Add(loader.filter_digest());
@@ -51,6 +56,8 @@ std::string StreamConfigJson(const Loader& loader, int64_t chunk_batches) {
        << ",\"shuffle\":" << (o.shuffle ? "true" : "false")
        << ",\"shuffle_window\":" << (o.shuffle ? std::to_string(o.ResolvedShuffleWindow()) : "null")
        << ",\"drop_last\":" << (o.drop_last ? "true" : "false")
+       << ",\"mode\":" << JsonString(LoaderModeName(o.mode))
+       << ",\"pad_to_equal_steps\":" << (o.pad_to_equal_steps ? "true" : "false")
        << ",\"columns\":" << strings(loader.schema()->field_names())
        << ",\"ragged\":" << strings(loader.ragged_columns())
        << ",\"transform_digest\":" << JsonString(loader.transforms().digest())

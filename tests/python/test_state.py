@@ -105,6 +105,8 @@ def test_skip_refuses_bad_arguments(criteo: Path) -> None:
         loader.skip(-1)
     with pytest.raises(TypeError, match="n_batches must be an int"):
         loader.skip(1.5)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="mode='eval'"):
+        stoker.Loader(criteo, mode="eval", **OPTIONS).skip(1)
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
