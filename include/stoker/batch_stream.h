@@ -26,6 +26,10 @@ class BatchStream {
 
   /// Batches this stream delivers in all.
   virtual int64_t num_batches() const = 0;
+
+  /// Rows of the plan the batches delivered so far stand for: their rows, plus the rows of
+  /// units skipped under on_error="skip" (what a resume state counts as consumed).
+  virtual int64_t planned_rows_delivered() const = 0;
 };
 
 }  // namespace stoker

@@ -54,6 +54,21 @@ const char* LoaderModeName(LoaderMode mode);
 /// The mode called `name`; otherwise an error naming the option and the allowed values.
 arrow::Result<LoaderMode> ParseLoaderMode(const std::string& name);
 
+/// What a unit (row group) that cannot be fetched, decoded or checked does to an epoch.
+enum class OnError {
+  /// The epoch fails with the unit's error (naming file and row group).
+  kRaise,
+  /// The unit is skipped: its rows are absent from the batches that held them (which are
+  /// shorter; the plan does not change), it is listed in stats, and the epoch goes on while
+  /// the skipped units stay within max_bad_units and max_bad_fraction (docs/bad-data.md).
+  kSkip,
+};
+
+/// The name options spell an error policy with: "raise" or "skip".
+const char* OnErrorName(OnError on_error);
+/// The policy called `name`; otherwise an error naming the option and the allowed values.
+arrow::Result<OnError> ParseOnError(const std::string& name);
+
 /// Name of the boolean column pad_to_equal_steps adds: true for real rows, false for padding.
 inline constexpr char kValidColumn[] = "_valid";
 /// Names of the columns with_row_origin adds: the row's file (an index into the loader's
@@ -119,6 +134,15 @@ struct LoaderOptions {
   int64_t cache_limit_bytes = 0;
   /// What a full cache does (CachePolicy).
   CachePolicy cache_policy = CachePolicy::kLru;
+  /// What a unit that cannot be fetched (after the storage retries), decoded or checked does:
+  /// raise (the default) or skip it within the budget below (OnError).
+  OnError on_error = OnError::kRaise;
+  /// With kSkip: the most distinct units this loader may skip (>= 0); one more is an error
+  /// listing them. Unset: no limit by count.
+  std::optional<int64_t> max_bad_units;
+  /// With kSkip: the largest fraction (0..1) of the dataset's units this loader may skip.
+  /// Unset: no limit by fraction.
+  std::optional<double> max_bad_fraction;
   /// How to reach object storage for s3:// sources (storage_options.h).
   StorageOptions storage;
   /// Feature transforms applied to each row group in the workers, in order (transform_options.h).

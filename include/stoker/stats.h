@@ -3,8 +3,20 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace stoker {
+
+/// A unit (row group) skipped under on_error="skip", and why.
+struct SkippedUnit {
+  /// The file's path as the loader resolved it, and the row group's index in that file.
+  std::string file;
+  int32_t row_group = 0;
+  /// Rows the unit holds (after the filter): rows absent from every epoch's batches.
+  int64_t rows = 0;
+  /// The first error the unit met.
+  std::string error;
+};
 
 /// A point-in-time copy of a loader's counters, cumulative over its life.
 struct StatsSnapshot {
@@ -37,6 +49,10 @@ struct StatsSnapshot {
   int64_t cache_bytes_written = 0;
   int64_t cache_evictions = 0;
   int64_t cache_corrupt = 0;
+  /// Units skipped under on_error="skip" (each listed once, in the order met), and the
+  /// planned rows left out of delivered batches because of them (summed over epochs).
+  std::vector<SkippedUnit> skipped_units;
+  int64_t skipped_rows = 0;
   /// Running digest of the rows delivered, in order (each row named by its index in dataset
   /// order): two runs that delivered the same rows in the same order have the same digest.
   std::string delivered_digest;

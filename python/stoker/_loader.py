@@ -51,19 +51,28 @@ class _CapsuleBatch:
         return self._capsules
 
 
-def _engine_batch(epoch: Any, output: str,
-                  stop: threading.Event | None = None) -> tuple[int, Any] | None:
-    """The engine's next batch as (rows, batch); None at the end (or once `stop` is set)."""
-    while not epoch.wait_ready():  # the GIL is free while it waits; Ctrl-C between waits
-        if stop is not None and stop.is_set():
+class _EngineReader:
+    """Takes one epoch's batches from the engine, counting the planned rows each stands for
+    (what the state counts: the batch's rows plus those of units skipped under
+    on_error="skip")."""
+
+    def __init__(self, epoch: Any, output: str) -> None:
+        self.epoch, self.output = epoch, output
+        self.planned = 0  # planned rows of the batches taken from the engine so far
+
+    def next(self, stop: threading.Event | None = None) -> tuple[int, Any] | None:
+        """The next batch as (planned rows, batch); None at the end (or once `stop` is set)."""
+        while not self.epoch.wait_ready():  # the GIL is free while it waits; Ctrl-C between
+            if stop is not None and stop.is_set():
+                return None
+        batch = self.epoch.next()
+        if batch is None:
             return None
-    batch = epoch.next()
-    if batch is None:
-        return None
-    if output == "arrow":
-        batch = pa.record_batch(_CapsuleBatch(batch))
-        return batch.num_rows, batch
-    return len(next(iter(batch.values()))), batch
+        planned = self.epoch.planned_rows()
+        rows, self.planned = planned - self.planned, planned
+        if self.output == "arrow":
+            batch = pa.record_batch(_CapsuleBatch(batch))
+        return rows, batch
 
 
 class _TransformPump:
@@ -71,16 +80,16 @@ class _TransformPump:
     It holds no reference to the iterator, so an abandoned iterator is collected (and closes
     the epoch) even while this thread waits on a full queue."""
 
-    def __init__(self, epoch: Any, output: str, transform: Callable[[Any], Any],
+    def __init__(self, reader: _EngineReader, transform: Callable[[Any], Any],
                  prefetch: int) -> None:
-        self.epoch, self.output, self.transform = epoch, output, transform
+        self.reader, self.transform = reader, transform
         self.queue: queue.Queue = queue.Queue(maxsize=prefetch)  # bound: prefetch batches
         self.stop = threading.Event()
 
     def run(self) -> None:
         try:
             while not self.stop.is_set():
-                item = _engine_batch(self.epoch, self.output, self.stop)
+                item = self.reader.next(self.stop)
                 if item is not None:
                     item = (item[0], self.transform(item[1]))
                 if not self._put(("ok", item)) or item is None:
@@ -113,11 +122,11 @@ class _EpochIterator(_cursor.EpochIterator):
                  batch_transform: Callable[[Any], Any] | None, prefetch: int) -> None:
         super().__init__(progress, epoch.num_batches())
         self._epoch = epoch
-        self._output = output
+        self._reader = _EngineReader(epoch, output)
         self._pid = os.getpid()
         self._pump: _TransformPump | None = None
         if batch_transform is not None:
-            self._pump = _TransformPump(epoch, output, batch_transform, prefetch)
+            self._pump = _TransformPump(self._reader, batch_transform, prefetch)
             self._thread = threading.Thread(target=self._pump.run,
                                             name="stoker-batch-transform", daemon=True)
             self._thread.start()
@@ -130,7 +139,7 @@ class _EpochIterator(_cursor.EpochIterator):
                 f"process {os.getpid()}: its worker threads exist only in the parent. Start a "
                 f"new iter(loader) in the child (or create the Loader there)")
         if self._pump is None:
-            return _engine_batch(self._epoch, self._output)
+            return self._reader.next()
         kind, item = self._pump.queue.get()
         if kind == "error":
             self.close()
@@ -206,6 +215,14 @@ class Loader(_cursor.EpochLoader):
         cache_limit_bytes: what the cache may hold on disk (0: no limit).
         cache_policy: "lru" evicts the least recently used entries to stay under the limit;
             "fill" stores until the limit and then keeps what it has.
+        on_error: "raise" (a row group that cannot be fetched, decoded or checked ends the
+            epoch with its error) or "skip": such a row group is skipped, its rows absent
+            from the batches that held them (shorter batches; the plan, other rows'
+            positions and resume are unchanged), listed in ``stats()["skipped_units"]`` and
+            in ``quarantine_report()`` (docs/bad-data.md).
+        max_bad_units, max_bad_fraction: with ``on_error="skip"``, the most row groups (a
+            count, or a fraction of the dataset's) this loader may skip; one more is an
+            error naming them. None: no limit.
     """
 
     def __init__(
@@ -233,6 +250,9 @@ class Loader(_cursor.EpochLoader):
         cache_dir: str | os.PathLike | None = None,
         cache_limit_bytes: int = _DEFAULTS.cache_limit_bytes,
         cache_policy: str = _DEFAULTS.cache_policy,
+        on_error: str = _DEFAULTS.on_error,
+        max_bad_units: int | None = _DEFAULTS.max_bad_units,
+        max_bad_fraction: float | None = _DEFAULTS.max_bad_fraction,
     ) -> None:
         # The keyword arguments are named after LoaderOptions' fields and go there by name.
         options = _options.loader_options(source, storage_options, locals())
@@ -243,6 +263,7 @@ class Loader(_cursor.EpochLoader):
         self._transformed_ahead = prefetch or _TRANSFORMED_AHEAD
         self._schema = pa.schema(_CapsuleSchema(self._core.schema_capsule()))
         self._files = tuple(self._core.dataset()["files"])
+        self._max_bad = (options.max_bad_units, options.max_bad_fraction)
         identity = _state.identity(json.loads(self._core.config()))
         self._cursor = _cursor.EpochCursor(identity, options.rank, options.world_size)
 
@@ -276,8 +297,33 @@ class Loader(_cursor.EpochLoader):
         """Counters over the loader's life: rows, batches, bytes_read, units_read, the
         seconds spent reading, decoding, assembling (thread-seconds) and waiting (the
         consumer's wall time blocked on the next batch), and ``delivered_digest``: a running
-        digest of the rows delivered in order (carried across a same-rank resume)."""
+        digest of the rows delivered in order (carried across a same-rank resume). Under
+        ``on_error="skip"``: ``skipped_units`` (a dict per row group skipped: file,
+        row_group, rows, error) and ``skipped_rows`` (planned rows left out of delivered
+        batches, summed over epochs)."""
         return self._core.stats()
+
+    def quarantine_report(self, path: str | os.PathLike | None = None) -> dict[str, Any]:
+        """The row groups skipped so far under ``on_error="skip"`` (file, row group, rows,
+        first error) with the dataset's identity and the budget, as a dict; written as JSON
+        to ``path`` when given."""
+        stats = self._core.stats()
+        info = self._core.dataset()
+        report = {
+            "dataset_fingerprint": info["fingerprint"],
+            "row_groups": info["row_groups"],
+            "rows": info["rows"],
+            "max_bad_units": self._max_bad[0],
+            "max_bad_fraction": self._max_bad[1],
+            "skipped_row_groups": len(stats["skipped_units"]),
+            "skipped_rows_per_epoch": sum(unit["rows"] for unit in stats["skipped_units"]),
+            "units": stats["skipped_units"],
+        }
+        if path is not None:
+            with open(path, "w") as out:
+                json.dump(report, out, indent=2)
+                out.write("\n")
+        return report
 
     def dataset_info(self) -> dict[str, Any]:
         """Files, rows, row groups and the fingerprint of the resolved dataset."""

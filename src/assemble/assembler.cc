@@ -228,16 +228,24 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
     const EpochPlan& plan, int64_t begin, int64_t end,
     const std::vector<std::shared_ptr<const LoadedWindow>>& windows) const {
   ARROW_DCHECK(begin < end && !windows.empty()) << "batch [" << begin << ", " << end << ")";
+  // The units the batch may read, less those skipped (on_error="skip"): window k's i-th unit
+  // is units[flat[window_base[k] + i]], or skipped when that is -1.
   std::vector<const StagedUnit*> units;
   std::vector<int32_t> unit_ids;    // each unit's index into source_->units
   std::vector<int64_t> first_rows;  // global index of each unit's first row
-  std::vector<uint32_t> window_base;
+  std::vector<int64_t> flat;
+  std::vector<size_t> window_base;
   for (const auto& window : windows) {
-    window_base.push_back(static_cast<uint32_t>(units.size()));
+    window_base.push_back(flat.size());
     for (size_t i = 0; i < window->units.size(); ++i) {
-      ARROW_DCHECK(!window->units[i].columns.empty())
-          << "window " << window->index << " not loaded";
-      units.push_back(&window->units[i]);
+      const StagedUnit& unit = window->units[i];
+      if (unit.skipped) {
+        flat.push_back(-1);
+        continue;
+      }
+      ARROW_DCHECK(!unit.columns.empty()) << "window " << window->index << " not loaded";
+      flat.push_back(static_cast<int64_t>(units.size()));
+      units.push_back(&unit);
       unit_ids.push_back(window->unit_ids[i]);
       first_rows.push_back(source_->units[window->unit_ids[i]].first_row);
     }
@@ -246,24 +254,38 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
 
   std::vector<RowSource> sources;
   plan.LocateRange(begin, end, &sources);
+  const PlanColumns& plan_columns = source_->plan_columns;
+  const bool with_plan_columns = plan_columns.valid_mask || plan_columns.row_origin;
   Gather g;
-  g.unit.resize(end - begin);
-  g.row.resize(end - begin);
+  g.unit.reserve(end - begin);
+  g.row.reserve(end - begin);
+  std::vector<int64_t> offsets;  // rank-local offset of each gathered row, for plan columns
   size_t slot = 0;
   for (size_t i = 0; i < sources.size(); ++i) {
     const RowSource& source = sources[i];
     // Windows only advance along a batch; each scheduled window holds some of its rows.
     while (windows[slot]->index != source.window) ++slot;
     ARROW_DCHECK_LT(slot, windows.size());
-    g.unit[i] = window_base[slot] + static_cast<uint32_t>(source.unit_in_window);
-    g.row[i] = source.row;
-    ARROW_DCHECK_LT(source.row, units[g.unit[i]]->num_rows);
-    rows_digest.Add(static_cast<uint64_t>(first_rows[g.unit[i]] + source.row));
+    const int64_t unit = flat[window_base[slot] + source.unit_in_window];
+    if (unit < 0) continue;  // its unit was skipped: the row is left out
+    g.unit.push_back(static_cast<uint32_t>(unit));
+    g.row.push_back(source.row);
+    if (with_plan_columns) offsets.push_back(begin + static_cast<int64_t>(i));
+    ARROW_DCHECK_LT(source.row, units[unit]->num_rows);
+    rows_digest.Add(static_cast<uint64_t>(first_rows[unit] + source.row));
   }
 
-  const auto& schema = source_->output_schema;
+  AssembledBatch out;
+  out.planned_rows = end - begin;
+  out.rows_hash = rows_digest.Fold();
+  const auto& batch_schema = with_plan_columns ? source_->batch_schema : source_->output_schema;
   arrow::MemoryPool* pool = source_->output_pool != nullptr ? source_->output_pool : source_->pool;
-  const int64_t n = end - begin;
+  const auto n = static_cast<int64_t>(g.row.size());
+  if (n == 0) {  // every row's unit was skipped
+    ARROW_ASSIGN_OR_RAISE(out.batch, arrow::RecordBatch::MakeEmpty(batch_schema, pool));
+    return out;
+  }
+  const auto& schema = source_->output_schema;
   // Staged columns (every unit of a pipeline is staged with one layout, or none is).
   const RowLayout* layout = units[0]->layout.get();
   std::vector<ScatterTarget> targets;
@@ -295,19 +317,14 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
     }
     columns.push_back(std::move(column));
   }
-  AssembledBatch out;
-  const PlanColumns& plan_columns = source_->plan_columns;
-  if (plan_columns.valid_mask || plan_columns.row_origin) {
+  if (with_plan_columns) {
     std::vector<int32_t> row_units(n);
     for (int64_t i = 0; i < n; ++i) row_units[i] = unit_ids[g.unit[i]];
-    ARROW_ASSIGN_OR_RAISE(auto extra, plan_columns.Make(begin, plan.real_rows(), row_units, g.row,
+    ARROW_ASSIGN_OR_RAISE(auto extra, plan_columns.Make(offsets, plan.real_rows(), row_units, g.row,
                                                         source_->units, pool));
     for (auto& array : extra) columns.push_back(array->data());
-    out.batch = arrow::RecordBatch::Make(source_->batch_schema, n, std::move(columns));
-  } else {
-    out.batch = arrow::RecordBatch::Make(schema, n, std::move(columns));
   }
-  out.rows_hash = rows_digest.Fold();
+  out.batch = arrow::RecordBatch::Make(batch_schema, n, std::move(columns));
   return out;
 }
 

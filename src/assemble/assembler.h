@@ -27,12 +27,15 @@ struct LoadedWindow {
 struct AssembledBatch {
   std::shared_ptr<arrow::RecordBatch> batch;
   uint64_t rows_hash = 0;
+  /// Rows of the plan the batch stands for: its rows, plus those of skipped units.
+  int64_t planned_rows = 0;
 };
 
 /// Gathers the rows of one batch, in plan order, into freshly allocated 64-byte-aligned
 /// buffers that the batch owns. Columns of staged units (row_store.h) are gathered record by
 /// record; unstaged fixed-width columns without nulls by direct copy; other types (strings,
-/// variable lists, nullable unstaged columns) go through Arrow's take kernel.
+/// variable lists, nullable unstaged columns) go through Arrow's take kernel. Rows of units
+/// skipped under on_error="skip" are left out: the batch is shorter, the plan unchanged.
 class Assembler {
  public:
   explicit Assembler(std::shared_ptr<const UnitSource> source) : source_(std::move(source)) {}

@@ -25,7 +25,8 @@ arrow::Result<std::shared_ptr<arrow::Schema>> PlanColumns::Extend(
   return arrow::schema(std::move(fields));
 }
 
-arrow::Result<arrow::ArrayVector> PlanColumns::Make(int64_t begin, int64_t real,
+arrow::Result<arrow::ArrayVector> PlanColumns::Make(const std::vector<int64_t>& offsets,
+                                                    int64_t real,
                                                     const std::vector<int32_t>& row_units,
                                                     const std::vector<int64_t>& row_in_unit,
                                                     const std::vector<Unit>& units,
@@ -35,7 +36,7 @@ arrow::Result<arrow::ArrayVector> PlanColumns::Make(int64_t begin, int64_t real,
   if (valid_mask) {
     arrow::BooleanBuilder valid(pool);
     ARROW_RETURN_NOT_OK(valid.Reserve(n));
-    for (int64_t i = 0; i < n; ++i) valid.UnsafeAppend(begin + i < real);
+    for (int64_t i = 0; i < n; ++i) valid.UnsafeAppend(offsets[i] < real);
     ARROW_ASSIGN_OR_RAISE(auto array, valid.Finish());
     out.push_back(std::move(array));
   }

@@ -24,10 +24,10 @@ struct PlanColumns {
   /// their names.
   arrow::Result<std::shared_ptr<arrow::Schema>> Extend(const arrow::Schema& schema) const;
 
-  /// The plan columns of a batch of rank-local offsets [begin, begin + rows.size()) whose
-  /// first `real` offsets (counted from offset 0) are real rows; row_units[i] (an index into
-  /// `units`) and row_in_unit[i] say where the batch's i-th row comes from.
-  arrow::Result<arrow::ArrayVector> Make(int64_t begin, int64_t real,
+  /// The plan columns of a batch whose i-th row is at rank-local offset offsets[i] (offsets
+  /// below `real` are real rows, the others padding); row_units[i] (an index into `units`)
+  /// and row_in_unit[i] say where it comes from.
+  arrow::Result<arrow::ArrayVector> Make(const std::vector<int64_t>& offsets, int64_t real,
                                          const std::vector<int32_t>& row_units,
                                          const std::vector<int64_t>& row_in_unit,
                                          const std::vector<Unit>& units,

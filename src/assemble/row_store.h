@@ -73,6 +73,9 @@ struct StagedUnit {
   /// (64-byte aligned); empty when unstaged.
   std::vector<std::shared_ptr<arrow::Buffer>> chunks;
   std::shared_ptr<const RowLayout> layout;
+  /// The unit could not be read and was skipped (on_error="skip"): it holds nothing, and
+  /// batches leave its rows out.
+  bool skipped = false;
 
   /// The record of row `row` (requires a staged unit).
   const uint8_t* record(int64_t row) const {

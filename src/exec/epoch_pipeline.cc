@@ -203,20 +203,35 @@ arrow::Result<StagedUnit> EpochPipeline::Prepare(std::shared_ptr<arrow::RecordBa
 void EpochPipeline::OnUnitRead(int64_t window, int64_t unit_in_window,
                                arrow::Result<StagedUnit> result) {
   MutexLock lock(mutex_);
-  if (!result.ok()) {
+  auto it = windows_.find(window);
+  if (!result.ok() && !SkipUnit(it, unit_in_window, result.status())) {
     if (error_.ok()) error_ = result.status();
     ready_cv_.NotifyAll();
     return;
   }
-  auto it = windows_.find(window);
   if (it == windows_.end()) return;  // cancelled or failed meanwhile
   WindowSlot& slot = it->second;
   ARROW_DCHECK(unit_in_window >= 0 &&
                unit_in_window < static_cast<int64_t>(slot.data->units.size()));
   ARROW_DCHECK(slot.data->units[unit_in_window].columns.empty()) << "unit read twice";
   ARROW_DCHECK_GT(slot.pending_units, 0);
-  slot.data->units[unit_in_window] = std::move(*result);
+  if (result.ok()) {
+    slot.data->units[unit_in_window] = std::move(*result);
+  } else {
+    slot.data->units[unit_in_window].skipped = true;
+  }
   if (--slot.pending_units == 0) Pump();
+}
+
+bool EpochPipeline::SkipUnit(std::map<int64_t, WindowSlot>::iterator window, int64_t unit_in_window,
+                             const arrow::Status& error) {
+  if (source_->error_budget == nullptr || window == windows_.end() || cancelled_) return false;
+  const int32_t id = window->second.data->unit_ids[unit_in_window];
+  const arrow::Status budget =
+      source_->error_budget->Skip(id, *source_->manifest, source_->units[id], error);
+  if (budget.ok()) return true;
+  if (error_.ok()) error_ = budget;
+  return false;
 }
 
 void EpochPipeline::OnBatchAssembled(int64_t batch, arrow::Result<AssembledBatch> result) {
@@ -233,6 +248,11 @@ void EpochPipeline::OnBatchAssembled(int64_t batch, arrow::Result<AssembledBatch
     }
   }
   ready_cv_.NotifyAll();
+}
+
+int64_t EpochPipeline::planned_rows_delivered() const {
+  MutexLock lock(mutex_);
+  return planned_rows_delivered_;
 }
 
 int64_t EpochPipeline::PeakAhead() const {
@@ -274,7 +294,11 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> EpochPipeline::Next() {
   ready_.erase(it);
   auto& batch = assembled.batch;
   ++next_deliver_;
+  planned_rows_delivered_ += assembled.planned_rows;
   stats_->AddDelivered(batch->num_rows(), assembled.rows_hash);
+  if (assembled.planned_rows > batch->num_rows()) {
+    stats_->AddSkippedRows(assembled.planned_rows - batch->num_rows());
+  }
   Pump();
   return batch;
 }

@@ -36,6 +36,7 @@ class EpochPipeline final : public BatchStream {
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() override EXCLUDES(mutex_);
   bool WaitReady(std::chrono::milliseconds timeout) override EXCLUDES(mutex_);
   int64_t num_batches() const override { return static_cast<int64_t>(batches_.size()); }
+  int64_t planned_rows_delivered() const override EXCLUDES(mutex_);
 
   /// The most batches that were ever assembled or being assembled ahead of the consumer at
   /// once; never more than `prefetch` (a test of that bound reads it).
@@ -67,6 +68,11 @@ class EpochPipeline final : public BatchStream {
   arrow::Result<StagedUnit> Prepare(std::shared_ptr<arrow::RecordBatch> unit);
   void OnUnitRead(int64_t scheduled, int64_t unit_in_window, arrow::Result<StagedUnit> result)
       EXCLUDES(mutex_);
+  /// Under on_error="skip", counts a unit that failed with `error` against the budget: true
+  /// when it is to be skipped, false when the epoch fails (error_ is then the budget's error
+  /// if it ran out; the caller sets the unit's own error otherwise).
+  bool SkipUnit(std::map<int64_t, WindowSlot>::iterator window, int64_t unit_in_window,
+                const arrow::Status& error) REQUIRES(mutex_);
   void OnBatchAssembled(int64_t batch, arrow::Result<AssembledBatch> result) EXCLUDES(mutex_);
 
   const std::shared_ptr<const UnitSource> source_;
@@ -96,6 +102,7 @@ class EpochPipeline final : public BatchStream {
   int64_t next_assemble_ GUARDED_BY(mutex_) = 0;
   int64_t next_deliver_ GUARDED_BY(mutex_) = 0;
   int64_t peak_ahead_ GUARDED_BY(mutex_) = 0;  // see PeakAhead()
+  int64_t planned_rows_delivered_ GUARDED_BY(mutex_) = 0;
   /// Reorder buffer: assembled batches not yet delivered (at most prefetch_).
   std::map<int64_t, AssembledBatch> ready_ GUARDED_BY(mutex_);
   arrow::Status error_ GUARDED_BY(mutex_);

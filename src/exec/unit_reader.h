@@ -14,6 +14,7 @@
 
 #include "assemble/plan_columns.h"
 #include "cache/disk_cache.h"
+#include "exec/error_budget.h"
 #include "manifest/manifest.h"
 #include "stoker/options.h"
 #include "telemetry/stats.h"
@@ -51,6 +52,8 @@ struct UnitSource {
   /// Where range reads run: an executor of StorageOptions::io_threads, apart from the
   /// decode threads, so a slow store keeps many requests in flight.
   std::shared_ptr<arrow::internal::Executor> io_executor;
+  /// The units skipped so far and their budget; null with on_error="raise".
+  std::shared_ptr<ErrorBudget> error_budget;
   /// Finished units on local disk; null without a cache.
   std::shared_ptr<DiskCache> cache;
   /// Digest of everything besides the file and row group that a finished unit depends on

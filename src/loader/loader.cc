@@ -168,6 +168,11 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
   ARROW_ASSIGN_OR_RAISE(source->batch_schema, source->plan_columns.Extend(*source->output_schema));
   if (options.output == OutputKind::kTensor) ARROW_RETURN_NOT_OK(CheckTensorOutput(*source));
   ARROW_RETURN_NOT_OK(SetUpUnits(options, stats.get(), source.get()));
+  if (options.on_error == OnError::kSkip) {
+    source->error_budget =
+        std::make_shared<ErrorBudget>(static_cast<int64_t>(source->units.size()),
+                                      options.max_bad_units, options.max_bad_fraction);
+  }
   if (!options.cache_dir.empty()) SetUpCache(options, stats, source.get());
   return source;
 }
@@ -209,7 +214,11 @@ std::string Loader::TakeCacheWarning() const {
   return source_->cache == nullptr ? "" : source_->cache->TakeWarning();
 }
 
-StatsSnapshot Loader::stats() const { return stats_->Snapshot(); }
+StatsSnapshot Loader::stats() const {
+  StatsSnapshot snapshot = stats_->Snapshot();
+  if (source_->error_budget != nullptr) snapshot.skipped_units = source_->error_budget->skipped();
+  return snapshot;
+}
 
 int64_t Loader::num_batches() const {
   // Only the row counts decide it, the same for every epoch; a plan is cheap to make.

@@ -26,6 +26,15 @@ arrow::Result<LoaderMode> ParseLoaderMode(const std::string& name) {
   return arrow::Status::Invalid("mode must be 'train' or 'eval', got '", name, "'");
 }
 
+const char* OnErrorName(OnError on_error) { return on_error == OnError::kSkip ? "skip" : "raise"; }
+
+arrow::Result<OnError> ParseOnError(const std::string& name) {
+  for (OnError on_error : {OnError::kRaise, OnError::kSkip}) {
+    if (name == OnErrorName(on_error)) return on_error;
+  }
+  return arrow::Status::Invalid("on_error must be 'raise' or 'skip', got '", name, "'");
+}
+
 arrow::Status ValidateRank(int rank, int world_size) {
   if (world_size < 1) {
     return arrow::Status::Invalid("world_size must be >= 1, got ", world_size);
@@ -77,6 +86,25 @@ arrow::Status ValidateEval(const LoaderOptions& o) {
   return arrow::Status::OK();
 }
 
+// The error budget: limits in range, and only with on_error='skip' (they mean nothing else).
+arrow::Status ValidateErrorBudget(const LoaderOptions& o) {
+  if (o.max_bad_units.has_value() && *o.max_bad_units < 0) {
+    return arrow::Status::Invalid("max_bad_units must be >= 0, got ", *o.max_bad_units);
+  }
+  if (o.max_bad_fraction.has_value() &&
+      !(*o.max_bad_fraction >= 0.0 && *o.max_bad_fraction <= 1.0)) {
+    return arrow::Status::Invalid("max_bad_fraction must be between 0 and 1, got ",
+                                  *o.max_bad_fraction);
+  }
+  if (o.on_error != OnError::kSkip &&
+      (o.max_bad_units.has_value() || o.max_bad_fraction.has_value())) {
+    return arrow::Status::Invalid(
+        "max_bad_units and max_bad_fraction need on_error='skip' (with on_error='raise' the "
+        "first bad unit is an error)");
+  }
+  return arrow::Status::OK();
+}
+
 }  // namespace
 
 arrow::Status LoaderOptions::Validate() const {
@@ -104,6 +132,7 @@ arrow::Status LoaderOptions::Validate() const {
   }
   ARROW_RETURN_NOT_OK(ValidateStorage(storage));
   ARROW_RETURN_NOT_OK(ValidateEval(*this));
+  ARROW_RETURN_NOT_OK(ValidateErrorBudget(*this));
   for (size_t i = 0; i < columns.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {
       if (columns[i] == columns[j]) {

@@ -71,6 +71,9 @@ class Epoch {
 
   int64_t NumBatches() const { return stream_ == nullptr ? 0 : stream_->num_batches(); }
 
+  // Planned rows the batches delivered so far stand for (skipped units' rows included).
+  int64_t PlannedRows() const { return stream_ == nullptr ? 0 : stream_->planned_rows_delivered(); }
+
   // Stops the workers and joins them (called without the GIL); idempotent. In a forked child
   // the workers are the parent's: the stream is let go, never destroyed (see above).
   void Close() {
@@ -129,6 +132,17 @@ nb::dict Stats(const PyLoader& self) {
   out["cache_bytes_written"] = s.cache_bytes_written;
   out["cache_evictions"] = s.cache_evictions;
   out["cache_corrupt"] = s.cache_corrupt;
+  nb::list skipped;
+  for (const auto& unit : s.skipped_units) {
+    nb::dict entry;
+    entry["file"] = unit.file;
+    entry["row_group"] = unit.row_group;
+    entry["rows"] = unit.rows;
+    entry["error"] = unit.error;
+    skipped.append(entry);
+  }
+  out["skipped_units"] = skipped;
+  out["skipped_rows"] = s.skipped_rows;
   return out;
 }
 
@@ -164,7 +178,9 @@ void BindLoader(nb::module_& m) {
            "Waits up to 100 ms; True once next() would not block.")
       .def("next", &Epoch::Next, "The next batch, or None after the last one.")
       .def("close", &Epoch::Close, ReleaseGil(), "Stop the workers now.")
-      .def("num_batches", &Epoch::NumBatches);
+      .def("num_batches", &Epoch::NumBatches)
+      .def("planned_rows", &Epoch::PlannedRows,
+           "Planned rows of the batches delivered so far (skipped units' rows included).");
 
   nb::class_<PyLoader>(m, "Loader")
       .def(nb::init<LoaderOptions, const std::string&>(), nb::arg("options"), nb::arg("output"),

@@ -237,6 +237,13 @@ void BindLoaderOptions(nb::module_& m) {
           [](LoaderOptions& o, const std::string& name) {
             o.cache_policy = ValueOrThrow(ParseCachePolicy(name));
           })
+      .Property(
+          "on_error", [](const LoaderOptions& o) { return std::string(OnErrorName(o.on_error)); },
+          [](LoaderOptions& o, const std::string& name) {
+            o.on_error = ValueOrThrow(ParseOnError(name));
+          })
+      .Field("max_bad_units", &LoaderOptions::max_bad_units)
+      .Field("max_bad_fraction", &LoaderOptions::max_bad_fraction)
       .Field("storage", &LoaderOptions::storage)
       .Field("transforms", &LoaderOptions::transforms)
       .Property("filter", &SerializedFilter, &SetSerializedFilter)

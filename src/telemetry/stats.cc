@@ -84,6 +84,7 @@ StatsSnapshot Stats::Snapshot() const {
   s.cache_bytes_written = cache_bytes_written_.load(std::memory_order_relaxed);
   s.cache_evictions = cache_evictions_.load(std::memory_order_relaxed);
   s.cache_corrupt = cache_corrupt_.load(std::memory_order_relaxed);
+  s.skipped_rows = skipped_rows_.load(std::memory_order_relaxed);
   MutexLock lock(digest_mutex_);
   s.delivered_digest = delivered_.Hex();
   return s;

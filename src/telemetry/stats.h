@@ -33,6 +33,8 @@ class Stats {
   void AddTransform(Clock::duration elapsed);
   void SetPruned(int64_t row_groups) { pruned_.store(row_groups, std::memory_order_relaxed); }
   void AddWait(Clock::duration elapsed);
+  /// Planned rows a batch left out because their units were skipped (on_error="skip").
+  void AddSkippedRows(int64_t rows) { skipped_rows_.fetch_add(rows, std::memory_order_relaxed); }
   /// Counts a delivered batch and folds its rows' hash into the running digest.
   void AddDelivered(int64_t rows, uint64_t rows_hash) EXCLUDES(digest_mutex_);
   /// Continues the running digest from a saved one (resume); false if `hex` is malformed.
@@ -42,7 +44,7 @@ class Stats {
  private:
   std::atomic<int64_t> rows_{0}, batches_{0}, units_read_{0}, bytes_read_{0};
   std::atomic<int64_t> read_ns_{0}, decode_ns_{0}, assemble_ns_{0}, wait_ns_{0}, transform_ns_{0};
-  std::atomic<int64_t> pruned_{0};
+  std::atomic<int64_t> pruned_{0}, skipped_rows_{0};
   std::atomic<int64_t> requests_{0}, bytes_fetched_{0};
   std::atomic<int64_t> cache_hits_{0}, cache_misses_{0}, cache_bytes_read_{0},
       cache_bytes_written_{0}, cache_evictions_{0}, cache_corrupt_{0};

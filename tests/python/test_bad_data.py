@@ -1,0 +1,225 @@
+"""The error budget for bad data (on_error="skip"): row groups that cannot be read are skipped
+deterministically (the plan does not change, their rows are absent from the batches that held
+them), reported in stats() and a quarantine report, and bounded by max_bad_units /
+max_bad_fraction. Tested with the parquet-testing corpus's broken files mixed into a good
+dataset and with a file damaged in the middle of an epoch, with and without a disk cache."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import stoker
+from conftest import assert_same_batches
+
+BAD_DATA = Path(__file__).resolve().parent.parent / "data" / "parquet-testing" / "bad_data"
+# Files whose footer reads but whose row group does not decode (test_corpus.py holds them to a
+# clear error): "Invalid column metadata (corrupt file?)" and "Unexpected end of stream".
+DICT_HEADER = BAD_DATA / "ARROW-RS-GH-6229-DICTHEADER.parquet"  # 25 rows, 1 row group
+FLBA = BAD_DATA / "ARROW-GH-47662.parquet"  # 1000 rows of fixed_size_binary[4], 1 row group
+
+
+def good_table(schema: pa.Schema, rows: int, start: int) -> pa.Table:
+    """Rows of `schema` whose first int32 column numbers them from `start`."""
+    columns = []
+    for field in schema:
+        if pa.types.is_integer(field.type):
+            columns.append(pa.array(np.arange(start, start + rows), field.type))
+        elif pa.types.is_fixed_size_binary(field.type):
+            columns.append(pa.array([i.to_bytes(4, "little") for i in range(start, start + rows)],
+                                    field.type))
+        else:
+            columns.append(pa.array([f"row {i}".encode() for i in range(start, start + rows)],
+                                    field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def make_dataset(out: Path, bad: Path, bad_names: list[str]) -> tuple[Path, Path]:
+    """Two datasets side by side: `out/broken` holds good files a.parquet and z.parquet
+    around copies of the corpus file `bad` named `bad_names`; `out/sound` is the same with
+    good files of the same row count in place of the broken ones (what the plan would read)."""
+    schema = pq.read_schema(bad)
+    bad_rows = pq.read_metadata(bad).num_rows
+    broken, sound = out / "broken", out / "sound"
+    for folder in (broken, sound):
+        folder.mkdir(parents=True)
+        pq.write_table(good_table(schema, 310, 0), folder / "a.parquet", row_group_size=40)
+        pq.write_table(good_table(schema, 170, 10_000), folder / "z.parquet", row_group_size=60)
+    for i, name in enumerate(bad_names):
+        shutil.copy(bad, broken / name)
+        pq.write_table(good_table(schema, bad_rows, 20_000 + 1000 * i), sound / name,
+                       row_group_size=bad_rows)
+    return broken, sound
+
+
+@pytest.fixture(scope="module")
+def mixed(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    return make_dataset(tmp_path_factory.mktemp("bad"), DICT_HEADER, ["m.parquet"])
+
+
+def read(source: Path, **options) -> tuple[stoker.Loader, list[pa.RecordBatch]]:
+    loader = stoker.Loader(source, batch_size=32, output="arrow", **options)
+    return loader, list(loader)
+
+
+def without_file(batches: list[pa.RecordBatch], file_index: int) -> list[pa.RecordBatch]:
+    """The batches with the rows of file `file_index` taken out (each batch kept, maybe empty)."""
+    return [b.filter(pa.compute.not_equal(b.column("_file_index"), file_index)) for b in batches]
+
+
+def test_a_broken_row_group_raises_by_default(mixed: tuple[Path, Path]) -> None:
+    with pytest.raises(OSError, match=r"m\.parquet' \(row group 0\)"):
+        read(mixed[0])
+
+
+@pytest.mark.parametrize("shuffle", [False, True])
+def test_skipped_rows_are_absent_and_the_others_keep_their_places(mixed: tuple[Path, Path],
+                                                                  shuffle: bool) -> None:
+    broken, sound = mixed
+    options = {"shuffle": shuffle, "seed": 7, "shuffle_window": 100, "with_row_origin": True}
+    loader, batches = read(broken, on_error="skip", **options)
+    _, expected = read(sound, **options)
+    # Same batches as the sound dataset's, less the broken file's rows (file index 1 of 3):
+    # the plan did not change, batches that held those rows are shorter.
+    assert len(batches) == len(expected)
+    for got, want in zip(batches, without_file(expected, 1)):
+        assert got.equals(want)
+    stats = loader.stats()
+    assert stats["skipped_units"] == [{
+        "file": str(broken / "m.parquet"), "row_group": 0, "rows": 25,
+        "error": stats["skipped_units"][0]["error"]}]
+    assert "Invalid column metadata" in stats["skipped_units"][0]["error"]
+    assert stats["skipped_rows"] == 25
+    assert stats["rows"] == 310 + 170
+
+
+def test_skipping_is_the_same_whatever_the_threads(mixed: tuple[Path, Path]) -> None:
+    runs = [read(mixed[0], on_error="skip", seed=3, shuffle_window=100, num_threads=threads)[1]
+            for threads in (1, 3)]
+    assert_same_batches(*runs)
+
+
+def test_every_rank_skips_the_same_rows(mixed: tuple[Path, Path]) -> None:
+    broken, sound = mixed
+    for rank in range(3):
+        options = {"rank": rank, "world_size": 3, "seed": 1, "shuffle_window": 100,
+                   "with_row_origin": True}
+        _, batches = read(broken, on_error="skip", **options)
+        _, expected = read(sound, **options)
+        for got, want in zip(batches, without_file(expected, 1), strict=True):
+            assert got.equals(want)
+
+
+@pytest.mark.parametrize("stop_after", [2, 6, 12])
+def test_resume_across_a_skip_continues_exactly(mixed: tuple[Path, Path], stop_after: int) -> None:
+    options = {"on_error": "skip", "seed": 2, "shuffle_window": 100}
+    _, whole = read(mixed[0], **options)
+    first = stoker.Loader(mixed[0], batch_size=32, output="arrow", **options)
+    it = iter(first)
+    head = [next(it) for _ in range(stop_after)]
+    state = first.state_dict()
+    it.close()
+    second = stoker.Loader(mixed[0], batch_size=32, output="arrow", **options)
+    second.load_state_dict(state)
+    assert_same_batches(head + list(second), whole)
+
+
+def test_quarantine_report(mixed: tuple[Path, Path], tmp_path: Path) -> None:
+    loader, _ = read(mixed[0], on_error="skip", max_bad_units=3)
+    report = loader.quarantine_report(tmp_path / "quarantine.json")
+    assert json.loads((tmp_path / "quarantine.json").read_text()) == report
+    assert report["skipped_row_groups"] == 1 and report["skipped_rows_per_epoch"] == 25
+    assert report["max_bad_units"] == 3 and report["max_bad_fraction"] is None
+    assert report["row_groups"] == 8 + 3 + 1
+    assert report["units"][0]["file"].endswith("m.parquet")
+
+
+def test_over_budget_names_how_many_and_which(tmp_path: Path) -> None:
+    broken, _ = make_dataset(tmp_path, DICT_HEADER, ["m1.parquet", "m2.parquet"])
+    # Two broken row groups of 13: one is within max_bad_units=1, the second is not.
+    with pytest.raises(OSError) as error:
+        read(broken, on_error="skip", max_bad_units=1, shuffle=False)
+    message = str(error.value)
+    assert "2 of 13 units (row groups) could not be read" in message
+    assert "max_bad_units=1" in message
+    for name in ("m1.parquet", "m2.parquet"):
+        assert f"{name}' row group 0 (25 rows): " in message
+    assert "Invalid column metadata" in message
+    # A fraction: 2 of 13 is over 10%, within 20%.
+    with pytest.raises(OSError, match="max_bad_fraction=0.1"):
+        read(broken, on_error="skip", max_bad_fraction=0.1)
+    loader, batches = read(broken, on_error="skip", max_bad_fraction=0.2)
+    assert sum(b.num_rows for b in batches) == 310 + 170
+    assert len(loader.stats()["skipped_units"]) == 2
+
+
+def test_another_broken_file_of_the_corpus(tmp_path: Path) -> None:
+    broken, sound = make_dataset(tmp_path, FLBA, ["m.parquet"])
+    options = {"seed": 4, "shuffle_window": 64, "with_row_origin": True}
+    loader, batches = read(broken, on_error="skip", **options)
+    _, expected = read(sound, **options)
+    for got, want in zip(batches, without_file(expected, 1), strict=True):
+        assert got.equals(want)
+    assert "Unexpected end of stream" in loader.stats()["skipped_units"][0]["error"]
+
+
+def damage_row_group(path: Path, row_group: int) -> None:
+    """Overwrites the page header at the start of the row group's first column chunk."""
+    chunk = pq.read_metadata(path).row_group(row_group).column(0)
+    offset = chunk.dictionary_page_offset or chunk.data_page_offset
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(b"\xff" * 16)
+
+
+@pytest.mark.parametrize("cache", [False, True])
+def test_a_file_damaged_mid_epoch_is_skipped(tmp_path: Path, cache: bool) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    for i in range(3):
+        ids = np.arange(i * 1000, (i + 1) * 1000, dtype=np.int64)
+        pq.write_table(pa.table({"id": ids, "x": ids * 2.0}), data / f"part-{i}.parquet",
+                       row_group_size=250)
+    options = {"batch_size": 100, "shuffle": False, "num_threads": 1, "prefetch": 1,
+               "on_error": "skip"}
+    if cache:
+        options["cache_dir"] = str(tmp_path / "cache")
+    loader = stoker.Loader(data, **options)
+    it = iter(loader)
+    first = [next(it)]
+    # Row group 2 of the last file (ids 2500-2749) has not been read yet: damage it now.
+    damage_row_group(data / "part-2.parquet", 2)
+    epoch = first + list(it)
+    ids = np.concatenate([b["id"] for b in epoch])
+    expected = np.setdiff1d(np.arange(3000), np.arange(2500, 2750))
+    np.testing.assert_array_equal(ids, expected)
+    # The plan did not change: 30 batches, the ones that held the damaged rows are shorter.
+    assert len(epoch) == 30 and [len(b["id"]) for b in epoch[25:28]] == [0, 0, 50]
+    stats = loader.stats()
+    assert [(u["file"].endswith("part-2.parquet"), u["row_group"], u["rows"])
+            for u in stats["skipped_units"]] == [(True, 2, 250)]
+    # The next epoch (from the cache, when there is one) skips it again, counted once.
+    again = np.concatenate([b["id"] for b in loader])
+    np.testing.assert_array_equal(again, expected)
+    stats = loader.stats()
+    assert len(stats["skipped_units"]) == 1 and stats["skipped_rows"] == 500
+    if cache:
+        assert stats["cache_hits"] > 0
+
+
+@pytest.mark.parametrize(("options", "message"), [
+    ({"on_error": "ignore"}, "on_error must be 'raise' or 'skip', got 'ignore'"),
+    ({"max_bad_units": 3}, "max_bad_units and max_bad_fraction need on_error='skip'"),
+    ({"on_error": "skip", "max_bad_units": -1}, "max_bad_units must be >= 0, got -1"),
+    ({"on_error": "skip", "max_bad_fraction": 1.5},
+     "max_bad_fraction must be between 0 and 1, got 1.5"),
+])
+def test_error_budget_options_are_checked(mixed: tuple[Path, Path], options: dict,
+                                          message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        stoker.Loader(mixed[0], batch_size=8, output="arrow", **options)
