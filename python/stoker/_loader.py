@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stoker import _core, _cursor, _options, _state
+from stoker import _core, _cpu, _cursor, _options, _state
 
 # Batches the batch_transform thread keeps ready when prefetch is None.
 _TRANSFORMED_AHEAD = 2
@@ -266,8 +266,15 @@ class Loader(_cursor.EpochLoader):
         digest of the rows delivered in order (carried across a same-rank resume). Under
         ``on_error="skip"``: ``skipped_units`` (a dict per row group skipped: file,
         row_group, rows, error) and ``skipped_rows`` (planned rows left out of delivered
-        batches, summed over epochs)."""
-        return self._core.stats()
+        batches, summed over epochs). The schema is stable and documented field by field in
+        docs/observability.md, with ``wait_per_batch`` (the wait for each batch: count, p50,
+        p90, p99, max in seconds, and its histogram), ``recent_rows_per_second``,
+        ``cache_hit_rate``, ``threads``/``io_threads`` and ``cpu_budget``."""
+        stats = self._core.stats()
+        lookups = stats["cache_hits"] + stats["cache_misses"]
+        stats["cache_hit_rate"] = stats["cache_hits"] / lookups if lookups else None
+        stats["cpu_budget"] = _cpu.cpu_budget()
+        return stats
 
     def quarantine_report(self, path: str | os.PathLike | None = None) -> dict[str, Any]:
         """The row groups skipped so far under ``on_error="skip"`` (file, row group, rows,

@@ -270,7 +270,9 @@ bool EpochPipeline::WaitReady(std::chrono::milliseconds timeout) {
     ready = Deliverable();
     if (!notified) break;
   }
-  stats_->AddWait(Stats::Clock::now() - start);
+  const auto waited = Stats::Clock::now() - start;
+  stats_->AddWait(waited);
+  batch_wait_ += waited;
   return ready;
 }
 
@@ -278,7 +280,9 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> EpochPipeline::Next() {
   const auto start = Stats::Clock::now();
   MutexLock lock(mutex_);
   while (!Deliverable()) ready_cv_.Wait(mutex_);
-  stats_->AddWait(Stats::Clock::now() - start);
+  const auto waited = Stats::Clock::now() - start;
+  stats_->AddWait(waited);
+  batch_wait_ += waited;
   if (next_deliver_ >= static_cast<int64_t>(batches_.size())) return nullptr;
   auto it = ready_.find(next_deliver_);
   if (it == ready_.end()) {
@@ -291,6 +295,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> EpochPipeline::Next() {
   ++next_deliver_;
   planned_rows_delivered_ += assembled.planned_rows;
   stats_->AddDelivered(batch->num_rows(), assembled.rows_hash);
+  stats_->AddBatchWait(batch_wait_);
+  batch_wait_ = Stats::Clock::duration::zero();
   if (assembled.planned_rows > batch->num_rows()) {
     stats_->AddSkippedRows(assembled.planned_rows - batch->num_rows());
   }
