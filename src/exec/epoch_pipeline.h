@@ -65,7 +65,7 @@ class EpochPipeline final : public BatchStream {
 
   /// A finished unit as the assembler reads it: staged row-major when batches are shuffled.
   /// Runs in the worker that finished the unit.
-  arrow::Result<StagedUnit> Prepare(std::shared_ptr<arrow::RecordBatch> unit);
+  arrow::Result<StagedUnit> Prepare(const Unit& unit, std::shared_ptr<arrow::RecordBatch> batch);
   void OnUnitRead(int64_t scheduled, int64_t unit_in_window, arrow::Result<StagedUnit> result)
       EXCLUDES(mutex_);
   /// Under on_error="skip", counts a unit that failed with `error` against the budget: true

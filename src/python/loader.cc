@@ -211,6 +211,12 @@ void BindLoader(nb::module_& m) {
           },
           nb::arg("hex"))
       .def("stats", &Stats)
+      .def(
+          "write_trace",
+          [](const PyLoader& self, const std::string& path) {
+            ThrowIfError(self.engine()->WriteTrace(path));
+          },
+          nb::arg("path"), ReleaseGil())
       .def("dataset", &Dataset)
       .def(
           "config",

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "stoker/stats.h"
+#include "telemetry/trace.h"
 #include "telemetry/wait_histogram.h"
 #include "util/digest.h"
 #include "util/thread_annotations.h"
@@ -45,6 +46,16 @@ class Stats {
   bool RestoreDigest(const std::string& hex) EXCLUDES(digest_mutex_);
   StatsSnapshot Snapshot() const EXCLUDES(digest_mutex_);
 
+  /// Keeps the last `capacity` spans of work in a TraceRing; call before any work starts.
+  void EnableTrace(size_t capacity) { trace_ = std::make_unique<TraceRing>(capacity); }
+  /// The ring, or nullptr when tracing is off.
+  const TraceRing* trace() const { return trace_.get(); }
+  /// Records a span when tracing is on (a unit's: a = file, b = row group; a batch's: a).
+  void Trace(TraceStage stage, Clock::time_point start, Clock::time_point end, int64_t a,
+             int64_t b = -1) {
+    if (trace_ != nullptr) trace_->Record(stage, start, end, a, b);
+  }
+
  private:
   double RecentRate() const REQUIRES(digest_mutex_);
 
@@ -56,6 +67,7 @@ class Stats {
       cache_bytes_written_{0}, cache_evictions_{0}, cache_corrupt_{0};
   std::shared_ptr<std::atomic<int64_t>> retries_ = std::make_shared<std::atomic<int64_t>>(0);
   WaitHistogram wait_per_batch_;
+  std::unique_ptr<TraceRing> trace_;
   mutable Mutex digest_mutex_;
   Digest delivered_ GUARDED_BY(digest_mutex_);
   // The last deliveries (time, rows), oldest first once full, for the recent rate.
