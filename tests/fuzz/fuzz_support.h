@@ -29,8 +29,11 @@ class ByteReader {
     --size_;
     return *data_++;
   }
-  /// A value in [0, n) (n >= 1).
-  size_t Below(size_t n) { return Byte() % n; }
+  /// A value in [0, n) (1 <= n <= 65536).
+  size_t Below(size_t n) {
+    const size_t value = n <= 256 ? Byte() : (size_t{Byte()} << 8 | Byte());
+    return value % n;
+  }
   uint64_t Integer() {
     uint64_t value = 0;
     for (int i = 0; i < 8; ++i) value = (value << 8) | Byte();

@@ -2,8 +2,8 @@
 // Bytes drive a transform spec: up to four ops of any kind, on any column (present or not,
 // of every type), with any parameters (NaN, infinities, negative counts, unsorted
 // boundaries, names that clash), compiled against a small dataset and applied for an epoch.
-// Only the sizes that make memory grow are bounded (pad lengths below 4096): a spec is the
-// user's own configuration, and asking for huge tensors is not an attack.
+// Only the sizes that make memory grow are bounded (pad lengths and randint sizes below 4096):
+// a spec is the user's own configuration, and asking for huge tensors is not an attack.
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -17,7 +17,7 @@ namespace stoker::fuzz {
 
 namespace {
 
-constexpr int kKinds = static_cast<int>(TransformKind::kRagged) + 1;
+constexpr int kKinds = static_cast<int>(TransformKind::kDropout) + 1;
 constexpr int64_t kMaxPadLength = 4096;
 
 const std::string& TransformSource() {
@@ -90,6 +90,9 @@ TransformOp Op(ByteReader& in) {
   op.path = in.Below(4) ? VocabularyPath() : in.Text(8);
   op.default_id = static_cast<int64_t>(in.Integer());
   op.length = static_cast<int64_t>(in.Below(kMaxPadLength + 2)) - 1;
+  op.p = in.Below(2) ? in.Below(101) / 100.0 : Number(in);
+  op.size = static_cast<int64_t>(in.Below(kMaxPadLength + 2)) - 1;
+  if (in.Below(2)) op.key = Column(in);
   return op;
 }
 
