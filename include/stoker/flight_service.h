@@ -27,6 +27,11 @@ struct ServeOptions {
   int max_streams = 16;
   /// Batches per chunk when several servers share a plan (chunks are dealt round robin).
   int64_t chunk_batches = 16;
+  /// A stream whose client has not asked for a batch for this many seconds is released: its
+  /// pipeline (windows, prefetched batches, threads) is freed and its slot given to others;
+  /// the client gets an error if it comes back, and RemoteLoader reconnects from the batch it
+  /// needs. Bounds what clients that stop reading can hold. 0: never.
+  int64_t stream_idle_timeout_s = 300;
 
   /// Checks ranges and that TLS has both halves; the message names the option.
   arrow::Status Validate() const;
@@ -39,7 +44,8 @@ struct ServeOptions {
 ///
 /// Memory per stream is bounded by the loader's prefetch and shuffle window; a slow client
 /// is slowed by gRPC flow control (the stream's pipeline stops at its prefetch bound); a
-/// client that disconnects has its stream's workers stopped and joined.
+/// client that disconnects has its stream's workers stopped and joined, and one that stops
+/// reading for stream_idle_timeout_s has its stream released.
 class FlightService {
  public:
   static arrow::Result<std::unique_ptr<FlightService>> Make(std::shared_ptr<Loader> loader,

@@ -18,6 +18,8 @@ from pyarrow import flight
 
 from stoker import _core, _cursor, _state
 
+# FlightTimedOutError also comes from a server that released a stream its client left idle
+# longer than its stream_idle_timeout_s: reopening it from the batch needed continues the epoch.
 _RETRYABLE = (flight.FlightUnavailableError, flight.FlightTimedOutError,
               flight.FlightInternalError, ConnectionError)
 

@@ -10,7 +10,8 @@ from typing import Any
 
 def serve(source: str, *, host: str, port: int, token_file: str | None,
           tls_cert: str | None, tls_key: str | None, max_streams: int, chunk_batches: int,
-          loader_options: dict[str, Any], transforms_file: str | None) -> int:
+          stream_idle_timeout_s: int, loader_options: dict[str, Any],
+          transforms_file: str | None) -> int:
     import stoker
     from stoker import _core, _options
 
@@ -20,7 +21,7 @@ def serve(source: str, *, host: str, port: int, token_file: str | None,
     options = _core.ServeOptions()
     _options.assign(options, {
         "host": host, "port": port, "token": token, "max_streams": max_streams,
-        "chunk_batches": chunk_batches,
+        "chunk_batches": chunk_batches, "stream_idle_timeout_s": stream_idle_timeout_s,
         "tls_cert_pem": Path(tls_cert).read_text() if tls_cert else "",
         "tls_key_pem": Path(tls_key).read_text() if tls_key else ""})
     options.validate()  # before the loader reads the dataset

@@ -1,11 +1,19 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #include "exec/task_pool.h"
 
+#include <pthread.h>
+
 namespace stoker {
 
 TaskPool::TaskPool(int num_threads) {
   threads_.reserve(num_threads);
-  for (int i = 0; i < num_threads; ++i) threads_.emplace_back([this] { Work(); });
+  for (int i = 0; i < num_threads; ++i) {
+    threads_.emplace_back([this] {
+      // The name tools show (top -H, /proc/PID/task/*/comm, gdb), and tests count by.
+      pthread_setname_np(pthread_self(), kThreadName);
+      Work();
+    });
+  }
 }
 
 TaskPool::~TaskPool() { Shutdown(); }

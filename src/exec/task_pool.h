@@ -17,6 +17,9 @@ namespace stoker {
 /// limits). Tasks never wait on other tasks. Shutdown() drops queued tasks and joins.
 class TaskPool {
  public:
+  /// Every pool thread's name (at most 15 characters, the kernel's limit).
+  static constexpr const char* kThreadName = "stoker-worker";
+
   explicit TaskPool(int num_threads);
   ~TaskPool();
   TaskPool(const TaskPool&) = delete;

@@ -15,6 +15,79 @@ int64_t Length(const std::vector<Segment>& sequence) {
   return n;
 }
 
+arrow::Status CheckResumeRounds(const PlanConfig& config) {
+  if (config.world_size > kMaxWorldSize) {
+    return arrow::Status::Invalid("world_size ", config.world_size, " is above the limit of ",
+                                  kMaxWorldSize);
+  }
+  if (config.resumed.size() > kMaxResumeRounds) {
+    return arrow::Status::Invalid("a resume state with ", config.resumed.size(),
+                                  " rounds is above the limit of ", kMaxResumeRounds,
+                                  " (a round is added only when the world size changes)");
+  }
+  int64_t ranks = 0;
+  for (const auto& round : config.resumed) {
+    if (round.world_size < 1 || round.world_size > kMaxWorldSize || round.rows_per_rank < 0) {
+      return arrow::Status::Invalid("invalid resume round (world_size ", round.world_size,
+                                    ", rows ", round.rows_per_rank, ")");
+    }
+    ranks += round.world_size;
+  }
+  if (ranks > kMaxResumeRanks) {
+    return arrow::Status::Invalid("resume rounds with ", ranks,
+                                  " ranks in all are above the limit of ", kMaxResumeRanks);
+  }
+  return arrow::Status::OK();
+}
+
+// Reads ascending, disjoint position ranges of a sequence of segments in one forward pass.
+class SequenceReader {
+ public:
+  explicit SequenceReader(const std::vector<Segment>& sequence) : sequence_(sequence) {}
+
+  // Appends positions [from, to) to `out`; `from` must not be below an earlier call's `to`.
+  void Take(int64_t from, int64_t to, std::vector<Segment>* out) {
+    while (index_ < sequence_.size() && offset_ + Length(sequence_[index_]) <= from) {
+      offset_ += Length(sequence_[index_++]);
+    }
+    int64_t offset = offset_;
+    for (size_t i = index_; i < sequence_.size() && offset < to; ++i) {
+      const Segment& segment = sequence_[i];
+      const int64_t lo = std::max(from, offset);
+      const int64_t hi = std::min(to, offset + Length(segment));
+      if (lo < hi) out->push_back({segment.begin + (lo - offset), segment.begin + (hi - offset)});
+      offset += Length(segment);
+    }
+  }
+
+ private:
+  static int64_t Length(const Segment& segment) { return segment.end - segment.begin; }
+
+  const std::vector<Segment>& sequence_;
+  size_t index_ = 0;
+  int64_t offset_ = 0;
+};
+
+// What one round leaves of `remaining`: each of its ranks' shares past what the rank
+// consumed, then the rows its split left over (they stay in play, so a round drops at most
+// world_size - 1 rows in all; none with exactly_once, whose shares cover every row). One
+// forward pass: linear in the segments and the round's world size.
+std::vector<Segment> AfterRound(const std::vector<Segment>& remaining, const ResumeRound& round,
+                                bool exactly_once) {
+  const int64_t n = Length(remaining);
+  std::vector<Segment> next;
+  SequenceReader reader(remaining);
+  int64_t shared = 0;  // end of the last share
+  for (int r = 0; r < round.world_size; ++r) {
+    const auto [first, last] = ShareRange(n, round.world_size, r, exactly_once);
+    const int64_t consumed = std::min(round.rows_per_rank, last - first);
+    reader.Take(first + consumed, last, &next);
+    shared = last;
+  }
+  reader.Take(shared, n, &next);
+  return next;
+}
+
 }  // namespace
 
 arrow::Result<EpochPlan> EpochPlan::Make(const std::vector<int64_t>& unit_rows,
@@ -26,12 +99,7 @@ arrow::Result<EpochPlan> EpochPlan::Make(const std::vector<int64_t>& unit_rows,
   EpochPlan plan;
   plan.config_ = config;
   ARROW_RETURN_NOT_OK(plan.CutWindows(unit_rows));
-  for (const auto& round : config.resumed) {
-    if (round.world_size < 1 || round.rows_per_rank < 0) {
-      return arrow::Status::Invalid("invalid resume round (world_size ", round.world_size,
-                                    ", rows ", round.rows_per_rank, ")");
-    }
-  }
+  ARROW_RETURN_NOT_OK(CheckResumeRounds(config));
   plan.TakeRankSlice();
   return plan;
 }
@@ -129,21 +197,7 @@ std::vector<Segment> RemainingSegments(int64_t total_rows, const std::vector<Res
                                        bool exactly_once) {
   std::vector<Segment> remaining;
   if (total_rows > 0) remaining.push_back({0, total_rows});
-  for (const auto& round : resumed) {
-    const int64_t n = Length(remaining);
-    std::vector<Segment> next;
-    int64_t shared = 0;  // end of the last share
-    for (int r = 0; r < round.world_size; ++r) {
-      const auto [first, last] = ShareRange(n, round.world_size, r, exactly_once);
-      const int64_t consumed = std::min(round.rows_per_rank, last - first);
-      for (const auto& s : SliceSegments(remaining, first + consumed, last)) next.push_back(s);
-      shared = last;
-    }
-    // Rows the old split left over stay in play (at the end), so each round drops at most
-    // world_size - 1 rows in all (none with exactly_once, whose shares cover every row).
-    for (const auto& s : SliceSegments(remaining, shared, n)) next.push_back(s);
-    remaining = std::move(next);
-  }
+  for (const auto& round : resumed) remaining = AfterRound(remaining, round, exactly_once);
   return remaining;
 }
 

@@ -161,9 +161,18 @@ std::vector<Segment> RemainingSegments(int64_t total_rows, const std::vector<Res
                                        bool exactly_once = false);
 
 /// This rank's segments of S: `total_rows` positions, minus what `resumed` rounds consumed,
-/// split among world_size ranks (see EpochPlan).
+/// split among world_size ranks (see EpochPlan). Linear in the rounds' world sizes and the
+/// segments they leave, which the limits below bound.
 std::vector<Segment> RankSegments(int64_t total_rows, const std::vector<ResumeRound>& resumed,
                                   int world_size, int rank, bool exactly_once = false);
+
+/// Limits on what a plan accepts, so that a state dict or a ticket from an untrusted source
+/// cannot make planning take unbounded time or memory. Rounds with the same world size merge
+/// (a new round starts only when the world size changes within an epoch), so real jobs stay
+/// far below them. At most kMaxWorldSize segments per round: 64 MiB of segments in all.
+inline constexpr int kMaxWorldSize = 1 << 20;
+inline constexpr size_t kMaxResumeRounds = 1024;
+inline constexpr int64_t kMaxResumeRanks = int64_t{1} << 22;
 
 /// Batches each rank gets from `rows_per_rank` rows.
 int64_t BatchesPerRank(int64_t rows_per_rank, const PlanConfig& config);

@@ -254,6 +254,7 @@ void BindServeOptions(nb::module_& m) {
       .Field("tls_key_pem", &ServeOptions::tls_key_pem)
       .Field("max_streams", &ServeOptions::max_streams)
       .Field("chunk_batches", &ServeOptions::chunk_batches)
+      .Field("stream_idle_timeout_s", &ServeOptions::stream_idle_timeout_s)
       .Finish()
       .def(
           "validate", [](const ServeOptions& o) { ThrowIfError(o.Validate()); },

@@ -4,8 +4,13 @@
 #include <arrow/flight/api.h>
 #include <arrow/record_batch.h>
 
+#include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <sstream>
+#include <string_view>
+#include <thread>
+#include <vector>
 
 #include "manifest/manifest.h"
 #include "plan/plan.h"
@@ -13,6 +18,7 @@
 #include "transform/transform_spec.h"
 #include "util/digest.h"
 #include "util/json.h"
+#include "util/thread_annotations.h"
 
 namespace stoker {
 
@@ -68,25 +74,133 @@ std::string StreamConfigJson(const Loader& loader, int64_t chunk_batches) {
 
 namespace {
 
+// Compares without an early exit, so the time a wrong token takes does not tell how much of
+// it was right.
+bool ConstantTimeEquals(std::string_view a, std::string_view b) {
+  unsigned diff = a.size() != b.size();
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    diff |= static_cast<unsigned char>(i < a.size() ? a[i] : 0) ^
+            static_cast<unsigned char>(i < b.size() ? b[i] : 0);
+  }
+  return diff == 0;
+}
+
+// The streams a server has open, and a thread that releases those whose client has stopped
+// asking for batches.
+class StreamRegistry;
+
 // Adapts a BatchStream to the RecordBatchReader Flight streams, and frees a stream slot
-// when Flight is done with it (end of stream, or the client went away).
+// when Flight is done with it (end of stream, or the client went away) or when the registry
+// releases it for idling.
 class StreamReader final : public arrow::RecordBatchReader {
  public:
+  using Clock = std::chrono::steady_clock;
+
   StreamReader(std::unique_ptr<BatchStream> stream, std::shared_ptr<arrow::Schema> schema,
                std::shared_ptr<std::atomic<int>> active)
       : stream_(std::move(stream)), schema_(std::move(schema)), active_(std::move(active)) {}
-  ~StreamReader() override { active_->fetch_sub(1); }
+  ~StreamReader() override {
+    std::unique_ptr<BatchStream> stream;
+    {
+      MutexLock lock(mutex_);
+      stream = std::move(stream_);
+      if (!released_) active_->fetch_sub(1);
+      released_ = true;
+    }
+  }
 
   std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
+
   arrow::Status ReadNext(std::shared_ptr<arrow::RecordBatch>* batch) override {
-    ARROW_ASSIGN_OR_RAISE(*batch, stream_->Next());
+    BatchStream* stream;
+    {
+      MutexLock lock(mutex_);
+      if (released_) {
+        // TimedOut, not Cancelled: pyarrow turns a Cancelled status into KeyboardInterrupt.
+        return flight::MakeFlightError(
+            flight::FlightStatusCode::TimedOut,
+            "this stream was released after its client asked for no batch for " +
+                std::to_string(idle_timeout_s_) +
+                " s (stream_idle_timeout_s); open it again from the batch needed");
+      }
+      in_call_ = true;
+      stream = stream_.get();
+    }
+    // Outside the lock: Next() blocks until a batch is ready, and a release waits for it.
+    auto next = stream->Next();
+    MutexLock lock(mutex_);
+    in_call_ = false;
+    last_call_end_ = Clock::now();
+    ARROW_ASSIGN_OR_RAISE(*batch, std::move(next));
     return arrow::Status::OK();
   }
 
+  // Frees the stream if its client has not asked for a batch since `deadline`; true if it
+  // was released (now or earlier).
+  bool ReleaseIfIdleSince(Clock::time_point deadline, int64_t timeout_s) {
+    std::unique_ptr<BatchStream> stream;  // destroyed (workers joined) outside the lock
+    MutexLock lock(mutex_);
+    if (released_) return true;
+    if (in_call_ || last_call_end_ > deadline) return false;
+    stream = std::move(stream_);
+    released_ = true;
+    idle_timeout_s_ = timeout_s;
+    active_->fetch_sub(1);
+    return true;
+  }
+
  private:
-  std::unique_ptr<BatchStream> stream_;
+  Mutex mutex_;
+  std::unique_ptr<BatchStream> stream_ GUARDED_BY(mutex_);
+  bool in_call_ GUARDED_BY(mutex_) = false;
+  bool released_ GUARDED_BY(mutex_) = false;
+  Clock::time_point last_call_end_ GUARDED_BY(mutex_) = Clock::now();
+  int64_t idle_timeout_s_ GUARDED_BY(mutex_) = 0;
   std::shared_ptr<arrow::Schema> schema_;
   std::shared_ptr<std::atomic<int>> active_;
+};
+
+class StreamRegistry {
+ public:
+  explicit StreamRegistry(int64_t idle_timeout_s) : idle_timeout_s_(idle_timeout_s) {
+    if (idle_timeout_s_ > 0) watcher_ = std::thread([this] { Watch(); });
+  }
+  ~StreamRegistry() {
+    {
+      MutexLock lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.NotifyAll();
+    if (watcher_.joinable()) watcher_.join();
+  }
+
+  void Add(const std::shared_ptr<StreamReader>& reader) EXCLUDES(mutex_) {
+    if (idle_timeout_s_ <= 0) return;
+    MutexLock lock(mutex_);
+    readers_.push_back(reader);
+  }
+
+ private:
+  // Once a second: releases idle streams, forgets the ones Flight is done with.
+  void Watch() EXCLUDES(mutex_) {
+    MutexLock lock(mutex_);
+    while (!stopping_) {
+      wake_.WaitUntil(mutex_, std::chrono::steady_clock::now() + std::chrono::seconds(1));
+      const auto deadline = StreamReader::Clock::now() - std::chrono::seconds(idle_timeout_s_);
+      std::erase_if(readers_, [&](const std::weak_ptr<StreamReader>& weak) {
+        auto reader = weak.lock();
+        return !reader || reader->ReleaseIfIdleSince(deadline, idle_timeout_s_);
+      });
+    }
+  }
+
+  const int64_t idle_timeout_s_;
+  Mutex mutex_;
+  CondVar wake_;
+  bool stopping_ GUARDED_BY(mutex_) = false;
+  std::vector<std::weak_ptr<StreamReader>> readers_ GUARDED_BY(mutex_);
+  std::thread watcher_;
 };
 
 class StokerFlightServer final : public flight::FlightServerBase, public FlightService {
@@ -182,6 +296,7 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
       return started.status();
     }
     auto reader = std::make_shared<StreamReader>(std::move(*started), loader_->schema(), active_);
+    streams_.Add(reader);
     *stream = std::make_unique<flight::RecordBatchStream>(reader);
     return arrow::Status::OK();
   }
@@ -191,7 +306,7 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
     if (options_.token.empty()) return arrow::Status::OK();
     const auto& headers = context.incoming_headers();
     auto it = headers.find("authorization");
-    if (it != headers.end() && it->second == "Bearer " + options_.token) {
+    if (it != headers.end() && ConstantTimeEquals(it->second, "Bearer " + options_.token)) {
       return arrow::Status::OK();
     }
     return flight::MakeFlightError(
@@ -224,6 +339,7 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
   std::string config_digest_;
   std::string config_json_;
   std::shared_ptr<std::atomic<int>> active_ = std::make_shared<std::atomic<int>>(0);
+  StreamRegistry streams_{options_.stream_idle_timeout_s};
 };
 
 }  // namespace
@@ -234,6 +350,10 @@ arrow::Status ServeOptions::Validate() const {
   }
   if (chunk_batches < 1) {
     return arrow::Status::Invalid("chunk_batches must be >= 1, got ", chunk_batches);
+  }
+  if (stream_idle_timeout_s < 0) {
+    return arrow::Status::Invalid("stream_idle_timeout_s must be >= 0, got ",
+                                  stream_idle_timeout_s);
   }
   if (tls_cert_pem.empty() != tls_key_pem.empty()) {
     return arrow::Status::Invalid("TLS needs both a certificate and a key");

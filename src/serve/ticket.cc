@@ -77,6 +77,10 @@ std::string EncodeTicket(const Ticket& ticket) {
 
 arrow::Result<Ticket> DecodeTicket(std::string_view text) {
   if (text.empty()) return arrow::Status::Invalid("empty ticket");
+  if (text.size() > kMaxTicketBytes) {
+    return arrow::Status::Invalid("a ticket of ", text.size(), " bytes is above the limit of ",
+                                  kMaxTicketBytes);
+  }
   const auto parts = Split(text, ';');
   if (parts[0] != kMagic) return arrow::Status::Invalid("not a stoker1 ticket");
   Ticket ticket;

@@ -23,6 +23,10 @@ struct Ticket {
 /// first=B" (rounds empty for a fresh epoch).
 std::string EncodeTicket(const Ticket& ticket);
 
+/// Tickets longer than this are refused before they are parsed (a real one is under 200 bytes
+/// plus 24 per resume round).
+inline constexpr size_t kMaxTicketBytes = 64 * 1024;
+
 /// Reads a ticket written by EncodeTicket or by hand; a missing field takes StreamSpec's
 /// default. Anything else (not "stoker1", an unknown field, a value that is not an integer)
 /// is an error naming what is wrong.

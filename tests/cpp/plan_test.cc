@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <random>
 #include <set>
 #include <utility>
 #include <vector>
@@ -209,6 +211,73 @@ TEST(ResumeTest, PlanFollowsTheSegments) {
     for (int64_t p = s.begin; p < s.end; ++p) needed.insert(plan.WindowOf(p));
   }
   EXPECT_EQ(std::vector<int64_t>(needed.begin(), needed.end()), plan.window_schedule());
+}
+
+// The definition a round follows, written the slow way: each rank's slice past what it
+// consumed, one SliceSegments call per rank, then the rows the split left over.
+std::vector<Segment> RankSegmentsByDefinition(int64_t total, const std::vector<ResumeRound>& rounds,
+                                              int world, int rank) {
+  std::vector<Segment> remaining;
+  if (total > 0) remaining.push_back({0, total});
+  for (const auto& round : rounds) {
+    const int64_t n = Length(remaining);
+    const int64_t q = n / round.world_size;
+    const int64_t consumed = std::min(round.rows_per_rank, q);
+    std::vector<Segment> next;
+    for (int r = 0; r < round.world_size; ++r) {
+      for (const auto& s : SliceSegments(remaining, r * q + consumed, (r + 1) * q))
+        next.push_back(s);
+    }
+    for (const auto& s : SliceSegments(remaining, round.world_size * q, n)) next.push_back(s);
+    remaining = std::move(next);
+  }
+  const int64_t q = Length(remaining) / world;
+  return SliceSegments(remaining, rank * q, (rank + 1) * q);
+}
+
+TEST(ResumeTest, RankSegmentsFollowTheDefinition) {
+  std::mt19937_64 random(7);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int64_t total = static_cast<int64_t>(random() % 5000);
+    std::vector<ResumeRound> rounds(random() % 5);
+    for (auto& round : rounds) {
+      round.world_size = 1 + static_cast<int>(random() % 9);
+      round.rows_per_rank = static_cast<int64_t>(random() % 700);
+    }
+    const int world = 1 + static_cast<int>(random() % 9);
+    for (int rank = 0; rank < world; ++rank) {
+      ASSERT_EQ(RankSegments(total, rounds, world, rank),
+                RankSegmentsByDefinition(total, rounds, world, rank))
+          << "trial " << trial;
+    }
+  }
+}
+
+// A state dict or a ticket from an untrusted source must not make planning unbounded.
+TEST(ResumeTest, OutsizedResumeRoundsAreRefused) {
+  PlanConfig config = Config(64, 1, 0);
+  config.world_size = kMaxWorldSize + 1;
+  config.rank = 0;
+  EXPECT_TRUE(EpochPlan::Make(kUnits, config).status().IsInvalid());
+  config = Config(64, 1, 0);
+  config.resumed.assign(kMaxResumeRounds + 1, {2, 1});
+  EXPECT_TRUE(EpochPlan::Make(kUnits, config).status().IsInvalid());
+  config.resumed.assign(5, {kMaxWorldSize, 0});
+  EXPECT_TRUE(EpochPlan::Make(kUnits, config).status().IsInvalid());
+  config.resumed = {{kMaxWorldSize + 1, 0}};
+  EXPECT_TRUE(EpochPlan::Make(kUnits, config).status().IsInvalid());
+}
+
+// At the limits planning stays linear: four rounds of a million ranks over a dataset with
+// as many rows, alternating world sizes so that the rounds do not merge.
+TEST(ResumeTest, ResumeRoundsAtTheLimitsPlanInLinearTime) {
+  const std::vector<int64_t> units(64, int64_t{1} << 16);  // 4M rows
+  PlanConfig config = Config(4096, 3, 2);
+  config.resumed = {
+      {kMaxWorldSize, 1}, {kMaxWorldSize - 1, 1}, {kMaxWorldSize, 0}, {kMaxWorldSize - 1, 1}};
+  auto plan = EpochPlan::Make(units, config);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_GT(plan->rank_rows(), 0);
 }
 
 }  // namespace

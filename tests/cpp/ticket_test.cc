@@ -76,6 +76,10 @@ TEST(TicketTest, BadTicketsSayWhatIsWrong) {
             "field 'world' is not an integer: '99999999999'");
   EXPECT_EQ(DecodeError("stoker1;rounds=4"), "field 'rounds' is not W:C,W:C,...: '4'");
   EXPECT_EQ(DecodeError("stoker1;rounds=4:1,:2"), "field 'rounds' is not W:C,W:C,...: '4:1,:2'");
+  const std::string huge = "stoker1;config=" + std::string(kMaxTicketBytes, 'a');
+  EXPECT_EQ(DecodeError(huge), "a ticket of " + std::to_string(huge.size()) +
+                                   " bytes is above the limit of " +
+                                   std::to_string(kMaxTicketBytes));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from serve_support import Server
 from stoker import _gen
 
 ROWS = 20_000
@@ -59,3 +60,17 @@ def mixed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     })
     pq.write_table(table, out / "mixed.parquet", row_group_size=300)
     return out
+
+
+@pytest.fixture
+def servers(criteo: Path):
+    """Starts `stoker serve` children over the criteo data; stops them after the test."""
+    started: list[Server] = []
+
+    def start(*extra: str) -> Server:
+        started.append(Server(criteo, *extra))
+        return started[-1]
+
+    yield start
+    for server in started:
+        server.stop()

@@ -5,10 +5,7 @@ mid-epoch and restarted, a client that goes away, bad tickets, unreachable serve
 
 from __future__ import annotations
 
-import re
-import signal
 import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -19,61 +16,8 @@ import pytest
 import stoker
 from conftest import assert_same_batches
 from pyarrow import flight
+from serve_support import COLUMNS, OPTIONS
 from stoker._remote import ticket
-
-COLUMNS = ["row_id", "label", "I1", "C1"]
-OPTIONS = {"batch_size": 700, "seed": 21, "shuffle_window": 4000}
-
-
-class Server:
-    """`stoker serve` in a child process."""
-
-    def __init__(self, source: Path, *extra: str, port: int = 0) -> None:
-        self.args = [sys.executable, "-m", "stoker", "serve", str(source), "--port", str(port),
-                     "--batch-size", str(OPTIONS["batch_size"]), "--seed", str(OPTIONS["seed"]),
-                     "--shuffle-window", str(OPTIONS["shuffle_window"]),
-                     "--columns", ",".join(COLUMNS), "--num-threads", "1", "--chunk-batches",
-                     "3", *extra]
-        self.start()
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE,
-                                        stderr=subprocess.PIPE, text=True)
-        line = self.process.stdout.readline()
-        match = re.search(r"listening on (\S+)://([\d.]+):(\d+)", line)
-        assert match, line + self.process.stderr.read()
-        self.scheme, self.host, self.port = match.group(1), match.group(2), int(match.group(3))
-        self.args[self.args.index("--port") + 1] = str(self.port)  # a restart reuses it
-
-    @property
-    def location(self) -> str:
-        host = "localhost" if self.scheme == "grpc+tls" else self.host
-        return f"{self.scheme}://{host}:{self.port}"
-
-    def kill(self) -> None:
-        self.process.send_signal(signal.SIGKILL)
-        self.process.wait()
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
-@pytest.fixture
-def servers(criteo: Path):
-    started: list[Server] = []
-
-    def start(*extra: str) -> Server:
-        started.append(Server(criteo, *extra))
-        return started[-1]
-
-    yield start
-    for server in started:
-        server.stop()
 
 
 def local(criteo: Path, **kw) -> list:

@@ -1,0 +1,66 @@
+"""`stoker serve` in a child process on a loopback ephemeral port, for the serve tests."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+COLUMNS = ["row_id", "label", "I1", "C1"]
+OPTIONS = {"batch_size": 700, "seed": 21, "shuffle_window": 4000}
+
+
+class Server:
+    """`stoker serve` in a child process."""
+
+    def __init__(self, source: Path, *extra: str, port: int = 0) -> None:
+        self.args = [sys.executable, "-m", "stoker", "serve", str(source), "--port", str(port),
+                     "--batch-size", str(OPTIONS["batch_size"]), "--seed", str(OPTIONS["seed"]),
+                     "--shuffle-window", str(OPTIONS["shuffle_window"]),
+                     "--columns", ",".join(COLUMNS), "--num-threads", "1", "--chunk-batches",
+                     "3", *extra]
+        self.start()
+
+    def start(self) -> None:
+        self.process = subprocess.Popen(self.args, stdout=subprocess.PIPE,
+                                        stderr=subprocess.PIPE, text=True)
+        line = self.process.stdout.readline()
+        match = re.search(r"listening on (\S+)://([\d.]+):(\d+)", line)
+        assert match, line + self.process.stderr.read()
+        self.scheme, self.host, self.port = match.group(1), match.group(2), int(match.group(3))
+        self.args[self.args.index("--port") + 1] = str(self.port)  # a restart reuses it
+
+    @property
+    def location(self) -> str:
+        host = "localhost" if self.scheme == "grpc+tls" else self.host
+        return f"{self.scheme}://{host}:{self.port}"
+
+    def kill(self) -> None:
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def process_usage(pid: int) -> dict[str, int]:
+    """Resident bytes, open descriptors, threads, and Stoker's worker threads (named
+    stoker-worker) of a live process, from /proc."""
+    status = Path(f"/proc/{pid}/status").read_text()
+    rss_kb = int(re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE).group(1))
+    threads = int(re.search(r"^Threads:\s+(\d+)", status, re.MULTILINE).group(1))
+    workers = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            workers += (task / "comm").read_text().strip() == "stoker-worker"
+        except FileNotFoundError:  # the thread ended while we looked
+            pass
+    return {"rss": rss_kb * 1024, "fds": len(list(Path(f"/proc/{pid}/fd").iterdir())),
+            "threads": threads, "workers": workers}
