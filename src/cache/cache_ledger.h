@@ -15,7 +15,8 @@ namespace stoker {
 /// The count is a hint a process trusts while it stays under the limit: a process that finds
 /// the cache over its limit rescans the directory and writes the true total back, so entries
 /// removed behind the ledger's back (`stoker cache clear`, a damaged entry) cost at most an
-/// early rescan.
+/// early rescan. A process killed between renaming an entry into place and writing the count
+/// leaves it one entry short until the next rescan (the lock itself dies with the process).
 class CacheLedger {
  public:
   /// Opens (creating) DIR/ledger; an invalid ledger (no file descriptor) when it cannot.
