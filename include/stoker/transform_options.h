@@ -12,19 +12,23 @@ namespace stoker {
 
 /// The vocabulary of feature transforms (docs/transforms.md has an example of each).
 enum class TransformKind {
-  kCast,         ///< column -> dtype (safe: overflow and truncation are errors)
-  kFillNull,     ///< nulls of column -> value (number or text)
-  kClip,         ///< column -> min(max(x, low), high); nulls stay null
-  kLog1p,        ///< column -> log(1 + x) as float32 (float64 stays float64)
-  kStandardize,  ///< column -> (x - mean) / std as float32 (float64 stays float64)
-  kBucketize,    ///< column -> int32 index i with boundaries[i-1] <= x < boundaries[i]
-  kHash,         ///< string or integer id -> int64 bucket in [0, num_buckets)
-  kVocabulary,   ///< string or integer id -> int64 line number in a file, unknowns -> default
-  kStack,        ///< scalar columns -> one fixed_size_list<dtype>[n] column named output
-  kRename,       ///< column -> output
-  kDrop,         ///< columns are removed
-  kPad,          ///< variable list -> fixed_size_list[length] + int32 "<column>_length"
-  kRagged,       ///< variable list reaches tensors as values + "<column>_offsets"
+  kCast,           ///< column -> dtype (safe: overflow and truncation are errors)
+  kFillNull,       ///< nulls of column -> value (number or text)
+  kClip,           ///< column -> min(max(x, low), high); nulls stay null
+  kLog1p,          ///< column -> log(1 + x) as float32 (float64 stays float64)
+  kStandardize,    ///< column -> (x - mean) / std as float32 (float64 stays float64)
+  kBucketize,      ///< column -> int32 index i with boundaries[i-1] <= x < boundaries[i]
+  kHash,           ///< string or integer id -> int64 bucket in [0, num_buckets)
+  kVocabulary,     ///< string or integer id -> int64 line number in a file, unknowns -> default
+  kStack,          ///< scalar columns -> one fixed_size_list<dtype>[n] column named output
+  kRename,         ///< column -> output
+  kDrop,           ///< columns are removed
+  kPad,            ///< variable list -> fixed_size_list[length] + int32 "<column>_length"
+  kRagged,         ///< variable list reaches tensors as values + "<column>_offsets"
+  kBernoulliMask,  ///< new column: bool (or int8) true with probability p, per row
+  kUniform,        ///< new column: float uniform in [low, high), per row
+  kRandint,        ///< new column: int64 uniform in [low, high), per row or `size` per row
+  kDropout,        ///< list column: each element dropped with probability p
 };
 
 /// One step of a transform spec. Plain data; which fields an op reads is documented per kind.
@@ -40,7 +44,7 @@ struct TransformOp {
   double number = 0;
   std::string text;
   bool is_text = false;
-  /// clip's bounds (either may be infinite).
+  /// clip's bounds (either may be infinite); uniform's and randint's range [low, high).
   double low = -std::numeric_limits<double>::infinity();
   double high = std::numeric_limits<double>::infinity();
   /// standardize's parameters (std > 0).
@@ -55,6 +59,13 @@ struct TransformOp {
   int64_t default_id = 0;
   /// pad's fixed length (>= 1); the pad value is `number`.
   int64_t length = 0;
+  /// bernoulli_mask's and dropout's probability, in [0, 1].
+  double p = 0;
+  /// randint's draws per row: 0 gives an int64 column, n >= 1 a fixed_size_list<int64>[n].
+  int64_t size = 0;
+  /// The integer column whose value keys a random op's draws for a row instead of the row's
+  /// position in the dataset; empty: the position.
+  std::string key;
 };
 
 /// The name of an op kind as the spec writes it ("log1p", "fill_null", ...).

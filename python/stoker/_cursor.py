@@ -3,6 +3,7 @@ where the current one stands, and the resume state made from them (docs/determin
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Iterator
 from typing import Any
 
@@ -49,6 +50,35 @@ class EpochCursor:
                                  world_size=self.world_size, identity=self.identity,
                                  delivered_digest=delivered_digest)
 
+    def skip(self, n_batches: int) -> None:
+        """Moves the position ``n_batches`` batches on, across epoch ends, without reading:
+        the next ``start()`` begins after them. O(1) in the dataset and in ``n_batches``."""
+        if isinstance(n_batches, bool) or not isinstance(n_batches, int):
+            raise TypeError(f"n_batches must be an int, got {n_batches!r}")
+        if n_batches < 0:
+            raise ValueError(f"n_batches must be >= 0 (skip only moves forward; load an "
+                             f"earlier state_dict() to go back), got {n_batches}")
+        if self.identity.get("mode", "train") != "train":
+            raise ValueError("skip() moves a training run on; in mode='eval' every row is "
+                             "delivered exactly once, so there is nothing to skip over")
+        rows, batch_size = self.identity["rows"], self.identity["batch_size"]
+        drop_last = self.identity["drop_last"]
+        epoch, rounds = _state.position(self._progress, self._epoch, self._pending_rounds,
+                                        self.world_size)
+        left = _state.batches_of(_state.rows_left(rows, rounds, self.world_size), batch_size,
+                                 drop_last)
+        if n_batches >= left:  # past this epoch's end: whole epochs, then into the next
+            per_epoch = _state.batches_of(rows // self.world_size, batch_size, drop_last)
+            n_batches -= left
+            if n_batches > 0 and per_epoch == 0:
+                raise ValueError(f"cannot skip {n_batches} more batches: an epoch has no "
+                                 f"batches for this rank (rows={rows}, world_size="
+                                 f"{self.world_size}, batch_size={batch_size})")
+            whole, n_batches = divmod(n_batches, per_epoch) if per_epoch else (0, 0)
+            epoch, rounds = epoch + 1 + whole, []
+        rounds = _state.merge_round(rounds, self.world_size, n_batches * batch_size)
+        self._epoch, self._pending_rounds, self._progress = epoch, rounds, None
+
     def load(self, state: Any, *, strict: bool) -> bool:
         """Continues from a saved state; True when it is this very rank's (same rank and world
         size), whose delivered digest can be carried on."""
@@ -63,6 +93,7 @@ class EpochLoader:
     rows (``_delivered_digest``, ``_restore_digest``)."""
 
     _cursor: EpochCursor
+    _open: weakref.ref | None = None  # the iterator of the epoch being read, if any
 
     def _read_epoch(self, progress: Progress) -> Iterator[Any]:
         raise NotImplementedError
@@ -77,8 +108,28 @@ class EpochLoader:
         """Makes the next ``iter()`` read ``epoch`` from its start (later ones count up)."""
         self._cursor.set_epoch(epoch)
 
+    def skip(self, n_batches: int) -> None:
+        """Moves on ``n_batches`` batches without reading them: the next ``iter()`` starts
+        with the batch that would have come after them, exactly as if they had been read and
+        discarded. From the epoch's start, mid-epoch (an iterator still open is closed: its
+        epoch continues in the next ``iter()``) or after a ``load_state_dict``; a skip past
+        the epoch's end goes on into the next epochs. It costs O(1): no data is read and
+        ``state_dict()`` afterwards says where the skip landed. The delivered digest counts
+        only delivered rows. See docs/state.md."""
+        self._cursor.skip(n_batches)
+        self._close_open()
+
     def __iter__(self) -> Iterator[Any]:
-        return self._read_epoch(self._cursor.start())
+        iterator = self._read_epoch(self._cursor.start())
+        self._open = weakref.ref(iterator)
+        return iterator
+
+    def _close_open(self) -> None:
+        """Closes the iterator of the epoch being read: the cursor moved away from it."""
+        iterator = self._open() if self._open is not None else None
+        if iterator is not None:
+            iterator.close()
+        self._open = None
 
     def state_dict(self) -> dict[str, Any]:
         """Where this rank stands, as a small JSON-serializable dict: the epoch, the rows each
@@ -94,6 +145,7 @@ class EpochLoader:
         evenly among this job's ranks. A state from another dataset, seed, shuffle setting,
         shuffle window, batch size, drop_last or column set raises ValueError saying what
         differs; ``strict=False`` loads it anyway with a warning."""
+        self._close_open()
         if self._cursor.load(state, strict=strict) and state.get("delivered_digest"):
             self._restore_digest(state["delivered_digest"])
 

@@ -51,78 +51,112 @@ class _CapsuleBatch:
         return self._capsules
 
 
+class _EngineReader:
+    """Takes one epoch's batches from the engine, counting the planned rows each stands for
+    (what the state counts: the batch's rows plus those of units skipped under
+    on_error="skip")."""
+
+    def __init__(self, epoch: Any, output: str) -> None:
+        self.epoch, self.output = epoch, output
+        self.planned = 0  # planned rows of the batches taken from the engine so far
+
+    def next(self, stop: threading.Event | None = None) -> tuple[int, Any] | None:
+        """The next batch as (planned rows, batch); None at the end (or once `stop` is set)."""
+        while not self.epoch.wait_ready():  # the GIL is free while it waits; Ctrl-C between
+            if stop is not None and stop.is_set():
+                return None
+        batch = self.epoch.next()
+        if batch is None:
+            return None
+        planned = self.epoch.planned_rows()
+        rows, self.planned = planned - self.planned, planned
+        if self.output == "arrow":
+            batch = pa.record_batch(_CapsuleBatch(batch))
+        return rows, batch
+
+
+class _TransformPump:
+    """The batch_transform thread's work: engine batches, transformed, into a bounded queue.
+    It holds no reference to the iterator, so an abandoned iterator is collected (and closes
+    the epoch) even while this thread waits on a full queue."""
+
+    def __init__(self, reader: _EngineReader, transform: Callable[[Any], Any],
+                 prefetch: int) -> None:
+        self.reader, self.transform = reader, transform
+        self.queue: queue.Queue = queue.Queue(maxsize=prefetch)  # bound: prefetch batches
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                item = self.reader.next(self.stop)
+                if item is not None:
+                    item = (item[0], self.transform(item[1]))
+                if not self._put(("ok", item)) or item is None:
+                    return
+        except BaseException as error:  # noqa: BLE001 (handed to the consumer, raised there)
+            self._put(("error", error))
+
+    def _put(self, entry: tuple[str, Any]) -> bool:
+        """Queues `entry` unless stopped first; True if queued."""
+        while not self.stop.is_set():
+            try:
+                self.queue.put(entry, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+
 class _EpochIterator(_cursor.EpochIterator):
     """Iterates one epoch of the engine; closing it (or dropping it) stops the workers.
 
     With a batch_transform, a background thread pulls batches from the engine and applies
-    it, at most `prefetch` batches ahead, so the training thread only dequeues."""
+    it, at most `prefetch` batches ahead, so the training thread only dequeues.
+
+    After a fork, an epoch started in the parent cannot be read in the child (its threads
+    are the parent's): reading it raises RuntimeError; closing it there frees nothing of the
+    parent's."""
 
     def __init__(self, epoch: Any, output: str, progress: _cursor.Progress,
                  batch_transform: Callable[[Any], Any] | None, prefetch: int) -> None:
         super().__init__(progress, epoch.num_batches())
         self._epoch = epoch
-        self._output = output
-        self._transform = batch_transform
-        self._planned = 0  # planned rows of the batches taken from the engine so far
-        self._queue: queue.Queue | None = None
-        self._stop = threading.Event()
+        self._reader = _EngineReader(epoch, output)
+        self._pid = os.getpid()
+        self._pump: _TransformPump | None = None
         if batch_transform is not None:
-            self._queue = queue.Queue(maxsize=prefetch)
-            self._thread = threading.Thread(target=self._pump, name="stoker-batch-transform",
-                                            daemon=True)
+            self._pump = _TransformPump(self._reader, batch_transform, prefetch)
+            self._thread = threading.Thread(target=self._pump.run,
+                                            name="stoker-batch-transform", daemon=True)
             self._thread.start()
         _live_epochs.add(self)
 
-    def _engine_batch(self) -> tuple[int, Any] | None:
-        """The engine's next batch as (planned rows, batch); None at the end. The planned
-        rows are what the state counts: the batch's rows plus those of units skipped under
-        on_error="skip"."""
-        while not self._epoch.wait_ready():  # the GIL is free while it waits; Ctrl-C between
-            pass
-        batch = self._epoch.next()
-        if batch is None:
-            return None
-        planned = self._epoch.planned_rows()
-        rows, self._planned = planned - self._planned, planned
-        if self._output == "arrow":
-            batch = pa.record_batch(_CapsuleBatch(batch))
-        return rows, batch
-
-    def _pump(self) -> None:
-        try:
-            while not self._stop.is_set():
-                item = self._engine_batch()
-                if item is not None:
-                    item = (item[0], self._transform(item[1]))
-                while not self._stop.is_set():
-                    try:
-                        self._queue.put(("ok", item), timeout=0.1)
-                        break
-                    except queue.Full:
-                        continue
-                if item is None:
-                    return
-        except BaseException as error:  # noqa: BLE001 (handed to the consumer, raised there)
-            self._queue.put(("error", error))
-
     def _pull(self) -> tuple[int, Any] | None:
-        if self._queue is None:
-            return self._engine_batch()
-        kind, item = self._queue.get()
+        if os.getpid() != self._pid:
+            raise RuntimeError(
+                f"this epoch was started in process {self._pid} and read after a fork in "
+                f"process {os.getpid()}: its worker threads exist only in the parent. Start a "
+                f"new iter(loader) in the child (or create the Loader there)")
+        if self._pump is None:
+            return self._reader.next()
+        kind, item = self._pump.queue.get()
         if kind == "error":
             self.close()
             raise item
         return item
 
     def _release(self) -> None:
-        self._stop.set()
         epoch, self._epoch = self._epoch, None
-        if self._queue is not None and self._thread is not threading.current_thread():
-            while self._thread.is_alive():  # unblock a full queue, then let it see _stop
-                try:
-                    self._queue.get(timeout=0.05)
-                except queue.Empty:
-                    pass
+        pump, self._pump = self._pump, None
+        if pump is not None:
+            pump.stop.set()
+            if self._thread is not threading.current_thread():
+                while self._thread.is_alive():  # unblock a full queue, then let it see stop
+                    try:
+                        pump.queue.get(timeout=0.05)
+                    except queue.Empty:
+                        pass
         if epoch is not None:
             epoch.close()
 

@@ -55,6 +55,30 @@ def position(progress: Any, next_epoch: int,
     return next_epoch, [list(r) for r in pending_rounds]
 
 
+def rows_left(total_rows: int, rounds: list[list[int]], world_size: int) -> int:
+    """Rows each of `world_size` ranks has left of an epoch of `total_rows` rows after the
+    stretches `rounds` (the elastic rule; the plan's RankSegments computes the same slices).
+    O(len(rounds)): no data and no plan needed."""
+    remaining = total_rows
+    for round_world_size, rows in rounds:
+        consumed = min(rows, remaining // round_world_size)
+        remaining -= round_world_size * consumed
+    return remaining // world_size
+
+
+def batches_of(rows: int, batch_size: int, drop_last: bool) -> int:
+    """Batches `rows` rows make (the plan's BatchesPerRank)."""
+    return rows // batch_size if drop_last else -(-rows // batch_size)
+
+
+def options_digest(state: dict[str, Any]) -> str:
+    """One digest of everything load_state_dict checks: two states with the same digest
+    load into the same loaders (what `stoker state` prints to compare checkpoints)."""
+    state = {**_ADDED, **state}
+    text = "\x00".join(f"{key}={state.get(key)!r}" for key in _CHECKED)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def make_state(*, epoch: int, rounds: list[list[int]], rank: int, world_size: int,
                identity: dict[str, Any], delivered_digest: str) -> dict[str, Any]:
     return {

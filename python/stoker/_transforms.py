@@ -65,6 +65,10 @@ def normalize(transforms: Sequence[dict[str, Any]] | None) -> list[dict[str, Any
             if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
                 raise TypeError(f"{label}: columns must be a list of names, got {columns!r}")
             op["columns"] = list(columns)
+        if "key" in spec:
+            if not isinstance(spec["key"], str):
+                raise TypeError(f"{label}: key must be a column name, got {spec['key']!r}")
+            op["key"] = spec["key"]
         for key in ("output", "to"):
             if key in spec:
                 if not isinstance(spec[key], str):
@@ -75,12 +79,12 @@ def normalize(transforms: Sequence[dict[str, Any]] | None) -> list[dict[str, Any
         if "value" in spec:
             value = spec["value"]
             op["value"] = value if isinstance(value, str) else _number(label, "value", value)
-        for key in ("min", "max", "mean", "std"):
+        for key in ("min", "max", "mean", "std", "p", "low", "high"):
             if key in spec:
                 op[key] = _number(label, key, spec[key])
         if "boundaries" in spec:
             op["boundaries"] = [_number(label, "boundaries", b) for b in spec["boundaries"]]
-        for key in ("num_buckets", "default", "length"):
+        for key in ("num_buckets", "default", "length", "size"):
             if key in spec:
                 op[key] = _integer(label, key, spec[key])
         if "path" in spec:

@@ -1,6 +1,7 @@
 """The `stoker` command: `gen` writes synthetic datasets, `inspect` describes datasets from their
 footers, `bench` measures the loader against plain pyarrow reading, `cache` inspects or clears
-a disk cache, `serve` streams batches over Arrow Flight."""
+a disk cache, `serve` streams batches over Arrow Flight, `state` shows where a saved checkpoint
+stands."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from stoker import _bench, _cache_cli, _gen, _inspect, _serve
+from stoker import _bench, _cache_cli, _gen, _inspect, _serve, _state_cli
 
 __all__ = ["main"]
 
@@ -50,7 +51,25 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_bench(commands)
     _add_cache(commands)
     _add_serve(commands)
+    _add_state(commands)
     return parser
+
+
+def _add_state(commands: argparse._SubParsersAction) -> None:
+    state = commands.add_parser(
+        "state", help="show where a saved checkpoint stands",
+        description="Print where a saved Loader.state_dict() stands: epoch, batches and rows "
+        "consumed and left, world size and rank, the options digest. FILE is JSON, a pickle "
+        "of plain data or a torch.save file (read with weights_only=True); the state may be "
+        "nested in it, e.g. {'model': ..., 'data': loader.state_dict()} (docs/state.md).")
+    state.add_argument("file", metavar="FILE")
+    state.add_argument("--json", action="store_true", help="print JSON")
+    state.set_defaults(run=_run_state)
+
+
+def _run_state(args: argparse.Namespace) -> int:
+    print(_state_cli.show(args.file, as_json=args.json))
+    return 0
 
 
 def _add_serve(commands: argparse._SubParsersAction) -> None:

@@ -107,9 +107,10 @@ void EpochPipeline::ScheduleWindow(int64_t position) {
           [this, scheduled, i, &unit] {
             auto cached = source_->cache->Get(CacheKey(*source_, unit));
             if (cached == nullptr) return StartUnit(scheduled, i, unit);
-            const auto status = CheckUnit(*source_, unit, *cached);
-            if (!status.ok()) return OnUnitRead(scheduled, i, status);
-            OnUnitRead(scheduled, i, Prepare(std::move(cached)));
+            auto drawn = DrawUnit(*source_, unit, std::move(cached), plan_.config().seed,
+                                  plan_.config().epoch, stats_.get());
+            if (!drawn.ok()) return OnUnitRead(scheduled, i, drawn.status());
+            OnUnitRead(scheduled, i, Prepare(std::move(*drawn)));
           },
           /*urgent=*/false);
     }
@@ -129,8 +130,12 @@ void EpochPipeline::StartUnit(int64_t scheduled, int64_t i, const Unit& unit) {
     if (!raw.ok()) return OnUnitRead(scheduled, i, raw.status());
     auto finished = FinishUnit(*source_, unit, std::move(*raw), stats_.get());
     if (!finished.ok()) return OnUnitRead(scheduled, i, finished.status());
+    // The cache keeps the unit as it is before any op that draws: those draw anew each epoch.
+    auto drawn = DrawUnit(*source_, unit, *finished, plan_.config().seed, plan_.config().epoch,
+                          stats_.get());
+    if (!drawn.ok()) return OnUnitRead(scheduled, i, drawn.status());
     if (source_->cache != nullptr) source_->cache->Put(CacheKey(*source_, unit), **finished);
-    OnUnitRead(scheduled, i, Prepare(std::move(*finished)));
+    OnUnitRead(scheduled, i, Prepare(std::move(*drawn)));
   };
   if (!fetch.ok()) {
     RunOnWorker(std::move(decode), /*urgent=*/false);

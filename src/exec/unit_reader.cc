@@ -123,7 +123,16 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> FilterAndTransform(
       ARROW_ASSIGN_OR_RAISE(batch, batch->RemoveColumn(batch->schema()->GetFieldIndex(name)));
     }
   }
-  return source.transforms->Apply(batch, source.pool);
+  return source.transforms->ApplyBeforeDraws(batch, source.pool);
+}
+
+// A unit with other than the counted rows: the file changed since the loader was made.
+arrow::Status CheckRowCount(const Manifest& manifest, const Unit& unit,
+                            const arrow::RecordBatch& batch) {
+  if (batch.num_rows() == unit.num_rows) return arrow::Status::OK();
+  return arrow::Status::IOError(Where(manifest, unit), " gave ", batch.num_rows(), " rows where ",
+                                unit.num_rows,
+                                " were counted when the loader was made: the file changed");
 }
 
 }  // namespace
@@ -177,18 +186,30 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> FinishUnit(
   auto finished = CatchAll([&] { return FilterAndTransform(source, std::move(raw)); });
   stats->AddTransform(Stats::Clock::now() - start);
   if (!finished.ok()) return WithContext(finished.status(), Where(manifest, unit));
-  ARROW_RETURN_NOT_OK(CheckUnit(source, unit, **finished));
+  ARROW_RETURN_NOT_OK(CheckRowCount(manifest, unit, **finished));
+  return finished;
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> DrawUnit(
+    const UnitSource& source, const Unit& unit, std::shared_ptr<arrow::RecordBatch> finished,
+    uint64_t seed, uint64_t epoch, Stats* stats) {
+  if (source.transforms->draws()) {
+    const auto start = Stats::Clock::now();
+    const DrawContext draws{.seed = seed, .epoch = epoch, .first_row = unit.first_row};
+    auto drawn = CatchAll(
+        [&] { return source.transforms->ApplyDraws(std::move(finished), source.pool, draws); });
+    stats->AddTransform(Stats::Clock::now() - start);
+    if (!drawn.ok()) return WithContext(drawn.status(), Where(*source.manifest, unit));
+    finished = std::move(drawn).ValueUnsafe();
+  }
+  ARROW_RETURN_NOT_OK(CheckUnit(source, unit, *finished));
   return finished;
 }
 
 arrow::Status CheckUnit(const UnitSource& source, const Unit& unit,
                         const arrow::RecordBatch& batch) {
   const Manifest& manifest = *source.manifest;
-  if (batch.num_rows() != unit.num_rows) {
-    return arrow::Status::IOError(Where(manifest, unit), " gave ", batch.num_rows(), " rows where ",
-                                  unit.num_rows,
-                                  " were counted when the loader was made: the file changed");
-  }
+  ARROW_RETURN_NOT_OK(CheckRowCount(manifest, unit, batch));
   if (!batch.schema()->Equals(*source.output_schema, /*check_metadata=*/false)) {
     return arrow::Status::Invalid(Where(manifest, unit), " gave columns ",
                                   batch.schema()->ToString(), " where ",
@@ -224,9 +245,11 @@ std::string CacheKey(const UnitSource& source, const Unit& unit) {
 }
 
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnit(const UnitSource& source,
-                                                            const Unit& unit, Stats* stats) {
+                                                            const Unit& unit, uint64_t seed,
+                                                            uint64_t epoch, Stats* stats) {
   ARROW_ASSIGN_OR_RAISE(auto raw, ReadRowGroup(source, unit, AllColumns(source), stats));
-  return FinishUnit(source, unit, std::move(raw), stats);
+  ARROW_ASSIGN_OR_RAISE(auto finished, FinishUnit(source, unit, std::move(raw), stats));
+  return DrawUnit(source, unit, std::move(finished), seed, epoch, stats);
 }
 
 }  // namespace stoker

@@ -98,12 +98,18 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadRowGroup(const UnitSource
                                                                 std::vector<int> columns,
                                                                 Stats* stats);
 
-/// Makes a decoded unit what the plan expects: filtered, transformed, checked (with
-/// OutputKind::kTensor a null in an output column is an error naming file, row group and
-/// column; a row count other than unit.num_rows means the file changed).
+/// Filters a decoded unit and transforms it up to the first op that draws random numbers:
+/// what the disk cache stores (the finished unit when no op draws). A row count other than
+/// unit.num_rows means the file changed.
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> FinishUnit(
     const UnitSource& source, const Unit& unit, std::shared_ptr<arrow::RecordBatch> raw,
     Stats* stats);
+
+/// Makes a finished (or cached) unit what the plan expects: applies the ops that draw random
+/// numbers for (seed, epoch) — none: the unit as it is — and checks it (CheckUnit).
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> DrawUnit(
+    const UnitSource& source, const Unit& unit, std::shared_ptr<arrow::RecordBatch> finished,
+    uint64_t seed, uint64_t epoch, Stats* stats);
 
 /// Checks a finished unit: its row count (else the file changed) and, with OutputKind::kTensor,
 /// no nulls in its columns (the error names file, row group and column).
@@ -116,8 +122,9 @@ std::string CacheKey(const UnitSource& source, const Unit& unit);
 /// Every column the unit needs, in manifest order.
 std::vector<int> AllColumns(const UnitSource& source);
 
-/// Reads and finishes one unit, blocking.
+/// Reads, finishes and draws one unit for (seed, epoch), blocking.
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadUnit(const UnitSource& source,
-                                                            const Unit& unit, Stats* stats);
+                                                            const Unit& unit, uint64_t seed,
+                                                            uint64_t epoch, Stats* stats);
 
 }  // namespace stoker

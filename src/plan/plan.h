@@ -86,6 +86,8 @@ class EpochPlan {
   static arrow::Result<EpochPlan> Make(const std::vector<int64_t>& unit_rows,
                                        const PlanConfig& config);
 
+  /// What the plan was made from (seed and epoch key the transforms' random draws too).
+  const PlanConfig& config() const { return config_; }
   /// Units in epoch order (indices into the manifest's units).
   const std::vector<int32_t>& unit_order() const { return unit_order_; }
   const std::vector<Window>& windows() const { return windows_; }

@@ -6,6 +6,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <memory>
@@ -32,21 +33,34 @@ void WarnAboutCache(const Loader& loader) {
 }
 
 // One epoch being read; Python iterates it: wait_ready() until true, then next().
+//
+// After a fork the epoch's worker threads exist only in the parent: in the child, waiting on
+// the stream would wait forever and destroying it would join threads that are not there. So
+// an epoch remembers the process that started it; in another one, reading it raises and
+// closing it lets the stream go without destroying it (its memory is the parent's copy).
 class Epoch {
  public:
   Epoch(std::unique_ptr<BatchStream> stream, Output output, std::shared_ptr<Loader> loader)
       : stream_(std::move(stream)),
         output_(output),
         ragged_(loader->ragged_columns()),
-        loader_(std::move(loader)) {}
+        loader_(std::move(loader)),
+        pid_(getpid()) {}
+
+  ~Epoch() { Close(); }
 
   // True when next() would not block (called without the GIL).
-  bool WaitReady() { return stream_ == nullptr || stream_->WaitReady(kSignalPollInterval); }
+  bool WaitReady() {
+    if (stream_ == nullptr) return true;
+    ThrowIfForked();
+    return stream_->WaitReady(kSignalPollInterval);
+  }
 
   // The next batch, or None after the last one. Called once WaitReady() said it would not
   // block, so it keeps the GIL while it converts.
   nb::object Next() {
     if (stream_ == nullptr) return nb::none();
+    ThrowIfForked();
     auto next = stream_->Next();
     WarnAboutCache(*loader_);
     auto batch = ValueOrThrow(std::move(next));
@@ -60,14 +74,31 @@ class Epoch {
   // Planned rows the batches delivered so far stand for (skipped units' rows included).
   int64_t PlannedRows() const { return stream_ == nullptr ? 0 : stream_->planned_rows_delivered(); }
 
-  // Stops the workers and joins them (called without the GIL); idempotent.
-  void Close() { stream_.reset(); }
+  // Stops the workers and joins them (called without the GIL); idempotent. In a forked child
+  // the workers are the parent's: the stream is let go, never destroyed (see above).
+  void Close() {
+    if (getpid() != pid_) {
+      static_cast<void>(stream_.release());
+      return;
+    }
+    stream_.reset();
+  }
 
  private:
+  void ThrowIfForked() const {
+    if (getpid() == pid_) return;
+    throw StatusError(arrow::Status::UnknownError(
+        "this epoch was started in process ", pid_, " and read after a fork in process ", getpid(),
+        ": its worker threads exist only in the parent. Start a new iter(loader) in "
+        "the child (or create the Loader there)"));
+  }
+
   std::unique_ptr<BatchStream> stream_;
   Output output_;
   std::vector<std::string> ragged_;
   std::shared_ptr<Loader> loader_;
+  // The process that started the epoch.
+  pid_t pid_;
 };
 
 Epoch* StartEpoch(const PyLoader& self, int64_t epoch,

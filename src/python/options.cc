@@ -116,6 +116,11 @@ TransformOp OpFromDict(const nb::dict& d) {
   Read(d, "path", &op.path);
   Read(d, "default", &op.default_id);
   Read(d, "length", &op.length);
+  Read(d, "p", &op.p);
+  Read(d, "low", &op.low);
+  Read(d, "high", &op.high);
+  Read(d, "size", &op.size);
+  Read(d, "key", &op.key);
   return op;
 }
 
@@ -169,6 +174,9 @@ void BindTransformOp(nb::module_& m) {
       .Field("path", &TransformOp::path)
       .Field("default_id", &TransformOp::default_id)
       .Field("length", &TransformOp::length)
+      .Field("p", &TransformOp::p)
+      .Field("size", &TransformOp::size)
+      .Field("key", &TransformOp::key)
       .Finish()
       .def_static("from_dict", &OpFromDict, nb::arg("spec"),
                   "The op a normalized spec dict describes ({'op': 'clip', 'columns': [...], "

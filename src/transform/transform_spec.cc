@@ -60,6 +60,13 @@ arrow::Result<std::shared_ptr<TransformSpec>> TransformSpec::Make(
     WriteCanonical(*descriptor, **compiled, &writer);
     spec->steps_.push_back({std::move(label), std::move(compiled).ValueUnsafe()});
   }
+  spec->first_draw_ = spec->steps_.size();
+  for (size_t i = 0; i < spec->steps_.size(); ++i) {
+    if (spec->steps_[i].op->draws()) {
+      spec->first_draw_ = i;
+      break;
+    }
+  }
   spec->ragged_ = std::move(step.ragged);
   const auto untouched = spec->UntouchedColumns();
   arrow::FieldVector fields;
@@ -94,21 +101,58 @@ std::vector<std::string> TransformSpec::UntouchedColumns() const {
 }
 
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> TransformSpec::Apply(
-    const std::shared_ptr<arrow::RecordBatch>& batch, arrow::MemoryPool* pool) const {
+    const std::shared_ptr<arrow::RecordBatch>& batch, arrow::MemoryPool* pool,
+    DrawContext draws) const {
   if (steps_.empty()) return batch;
+  return ApplySteps(batch, pool, draws, 0, steps_.size());
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> TransformSpec::ApplyBeforeDraws(
+    const std::shared_ptr<arrow::RecordBatch>& batch, arrow::MemoryPool* pool) const {
+  if (first_draw_ == 0) return batch;
+  return ApplySteps(batch, pool, DrawContext{}, 0, first_draw_);
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> TransformSpec::ApplyDraws(
+    const std::shared_ptr<arrow::RecordBatch>& batch, arrow::MemoryPool* pool,
+    DrawContext draws) const {
+  if (!this->draws()) return batch;
+  return ApplySteps(batch, pool, draws, first_draw_, steps_.size());
+}
+
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> TransformSpec::ApplySteps(
+    const std::shared_ptr<arrow::RecordBatch>& batch, arrow::MemoryPool* pool, DrawContext draws,
+    size_t from, size_t to) const {
   arrow::compute::ExecContext exec(pool);
   ArrayColumns columns;
   for (int i = 0; i < batch->num_columns(); ++i) {
     columns.names.push_back(batch->schema()->field(i)->name());
     columns.values.push_back(batch->column(i));
   }
-  for (const auto& step : steps_) {
-    auto status = step.op->Apply(&columns, &exec);
+  draws.num_rows = batch->num_rows();
+  for (size_t i = from; i < to; ++i) {
+    const Step& step = steps_[i];
+    draws.op_index = static_cast<int>(i);
+    auto status = step.op->Apply(&columns, draws, &exec);
     if (!status.ok()) {
       return WithContext(status, step.label + " on column '" + step.op->op().columns[0] + "'");
     }
   }
-  return arrow::RecordBatch::Make(output_schema_, batch->num_rows(), std::move(columns.values));
+  if (to == steps_.size()) {
+    return arrow::RecordBatch::Make(output_schema_, batch->num_rows(), std::move(columns.values));
+  }
+  // Part way: the columns as they stand, keeping the fields (nullability, metadata) of those
+  // that came through unchanged.
+  arrow::FieldVector fields;
+  for (size_t i = 0; i < columns.names.size(); ++i) {
+    auto field = batch->schema()->GetFieldByName(columns.names[i]);
+    if (field == nullptr || !field->type()->Equals(*columns.values[i]->type())) {
+      field = arrow::field(columns.names[i], columns.values[i]->type());
+    }
+    fields.push_back(std::move(field));
+  }
+  return arrow::RecordBatch::Make(arrow::schema(std::move(fields)), batch->num_rows(),
+                                  std::move(columns.values));
 }
 
 }  // namespace stoker

@@ -18,6 +18,7 @@
 #include "transform/ops/registry.h"
 #include "transform/transform_spec.h"
 #include "util/digest.h"
+#include "util/philox.h"
 
 namespace stoker {
 namespace {
@@ -447,8 +448,9 @@ TEST(TransformOpsTest, OutputSchemaKeepsUntouchedFieldsAndEmptySpecIsIdentity) {
 
 TEST(TransformOpsTest, KindNamesRoundTrip) {
   const std::vector<std::string> names = {
-      "cast",       "fill_null", "clip",   "log1p", "standardize", "bucketize", "hash",
-      "vocabulary", "stack",     "rename", "drop",  "pad",         "ragged"};
+      "cast",   "fill_null",      "clip",    "log1p",   "standardize", "bucketize",
+      "hash",   "vocabulary",     "stack",   "rename",  "drop",        "pad",
+      "ragged", "bernoulli_mask", "uniform", "randint", "dropout"};
   for (size_t k = 0; k < names.size(); ++k) {
     const auto kind = static_cast<TransformKind>(k);
     EXPECT_EQ(TransformKindName(kind), names[k]);
@@ -458,13 +460,14 @@ TEST(TransformOpsTest, KindNamesRoundTrip) {
   EXPECT_TRUE(unknown.status().IsInvalid());
   EXPECT_EQ(unknown.status().message(),
             "unknown transform op 'explode'; the ops are cast, fill_null, clip, log1p, "
-            "standardize, bucketize, hash, vocabulary, stack, rename, drop, pad, ragged");
+            "standardize, bucketize, hash, vocabulary, stack, rename, drop, pad, ragged, "
+            "bernoulli_mask, uniform, randint, dropout");
 }
 
 // Python's shape checks read the registry: every kind once, in order, its column key first.
 TEST(TransformOpsTest, RegistryListsEveryKindInOrderWithItsColumnKeyFirst) {
   const auto ops = AllOps();
-  ASSERT_EQ(ops.size(), 13u);
+  ASSERT_EQ(ops.size(), 17u);
   for (size_t k = 0; k < ops.size(); ++k) {
     EXPECT_EQ(ops[k]->kind, static_cast<TransformKind>(k));
     EXPECT_EQ(FindOp(ops[k]->kind), ops[k]);
@@ -537,6 +540,196 @@ TEST(TransformOpsTest, GoldenCanonicalFormAndDigest) {
             R"({"op":"ragged","column":"m"},)"
             R"({"op":"drop","columns":["l_length","e"]}])");
   EXPECT_EQ(spec->digest(), "f1b2c8237f0749bc9add89affe6bed34");
+}
+
+// --- ops that draw random numbers ---------------------------------------------------------------
+
+DrawContext Draws(uint64_t seed, uint64_t epoch, int64_t first_row) {
+  return DrawContext{.seed = seed, .epoch = epoch, .first_row = first_row};
+}
+
+std::shared_ptr<arrow::RecordBatch> Drawn(const TransformSpec& spec,
+                                          const std::shared_ptr<arrow::RecordBatch>& batch,
+                                          const DrawContext& draws) {
+  auto out = spec.Apply(batch, arrow::default_memory_pool(), draws);
+  EXPECT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_TRUE(out.ValueOrDie()->schema()->Equals(*spec.output_schema()));
+  EXPECT_TRUE(out.ValueOrDie()->ValidateFull().ok());
+  return out.ValueOrDie();
+}
+
+std::shared_ptr<arrow::RecordBatch> Ids(int64_t n) {
+  arrow::Int64Builder ids;
+  for (int64_t i = 0; i < n; ++i) EXPECT_TRUE(ids.Append(1000 + 7 * i).ok());
+  return Batch({{"id", ids.Finish().ValueOrDie()}});
+}
+
+TEST(DrawOpsTest, RowDrawsArePhiloxOfTheDocumentedKeyAndCounter) {
+  const DrawContext context{.seed = 42, .epoch = 3, .first_row = 0, .num_rows = 0, .op_index = 2};
+  const RowDraws draws(context);
+  const uint64_t key = Mix64(42 + 0x9e3779b97f4a7c15ULL * 3);
+  const uint64_t row = (uint64_t{5} << 32) | 9;
+  const auto block = Philox4x32::Block(
+      {9, 5, 4, 3}, {static_cast<uint32_t>(key), static_cast<uint32_t>(key >> 32)});
+  EXPECT_EQ(draws.Bits(row, 4), block[0] | (static_cast<uint64_t>(block[1]) << 32));
+  EXPECT_EQ(draws.Uniform(row, 4), static_cast<double>(draws.Bits(row, 4) >> 11) * 0x1.0p-53);
+  EXPECT_LT(draws.Below(row, 4, 10), 10u);
+}
+
+TEST(DrawOpsTest, BernoulliMask) {
+  const auto batch = Ids(4000);
+  auto op = Op(TransformKind::kBernoulliMask, {"mask"});
+  op.p = 0.25;
+  const auto spec = Compile({op}, batch);
+  EXPECT_TRUE(spec->draws());
+  const auto out = Drawn(*spec, batch, Draws(7, 0, 100));
+  const auto& mask = static_cast<const arrow::BooleanArray&>(*out->GetColumnByName("mask"));
+  EXPECT_EQ(mask.type_id(), arrow::Type::BOOL);
+  EXPECT_NEAR(static_cast<double>(mask.true_count()) / 4000, 0.25, 0.03);
+  // A pure function of (seed, epoch, row): the same again, another epoch differs.
+  EXPECT_TRUE(Drawn(*spec, batch, Draws(7, 0, 100))->Equals(*out));
+  EXPECT_FALSE(Drawn(*spec, batch, Draws(7, 1, 100))->Equals(*out));
+  EXPECT_FALSE(Drawn(*spec, batch, Draws(8, 0, 100))->Equals(*out));
+  // Row 100 + i of one unit draws what row i of a unit starting at 100 draws.
+  const auto shifted = Drawn(*spec, batch->Slice(10), Draws(7, 0, 110));
+  EXPECT_TRUE(shifted->column(1)->Equals(*out->column(1)->Slice(10)));
+  EXPECT_EQ(spec->canonical(),
+            R"([{"op":"bernoulli_mask","column":"mask","p":0.25,"dtype":"bool","key":""}])");
+
+  op.dtype = "int8";
+  op.key = "id";
+  const auto keyed = Compile({op}, batch);
+  const auto by_id = Drawn(*keyed, batch, Draws(7, 0, 0));
+  EXPECT_EQ(by_id->GetColumnByName("mask")->type_id(), arrow::Type::INT8);
+  // Keyed by the id column, the row's position does not matter.
+  EXPECT_TRUE(Drawn(*keyed, batch, Draws(7, 0, 555))->Equals(*by_id));
+
+  op.p = 1.5;
+  EXPECT_EQ(CompileError(op, batch).message(),
+            "transform 0 (bernoulli_mask): p must be in [0, 1], got 1.500000");
+  op.p = 0.5;
+  op.columns = {"id"};
+  EXPECT_EQ(CompileError(op, batch).message(),
+            "transform 0 (bernoulli_mask): column 'id' exists already; bernoulli_mask writes a "
+            "new column: name one that does not exist");
+}
+
+TEST(DrawOpsTest, UniformStaysInItsRange) {
+  const auto batch = Ids(5000);
+  auto op = Op(TransformKind::kUniform, {"noise"});
+  op.low = -2;
+  op.high = 3;
+  const auto spec = Compile({op}, batch);
+  const auto out = Drawn(*spec, batch, Draws(1, 0, 0));
+  const auto& noise = static_cast<const arrow::FloatArray&>(*out->GetColumnByName("noise"));
+  double sum = 0;
+  for (int64_t i = 0; i < noise.length(); ++i) {
+    EXPECT_GE(noise.Value(i), -2.0f);
+    EXPECT_LT(noise.Value(i), 3.0f);
+    sum += noise.Value(i);
+  }
+  EXPECT_NEAR(sum / 5000, 0.5, 0.1);
+  EXPECT_EQ(spec->canonical(),
+            R"([{"op":"uniform","column":"noise","low":-2,"high":3,"dtype":"float32","key":""}])");
+  op.high = -2;
+  EXPECT_EQ(CompileError(op, batch).message(),
+            "transform 0 (uniform): needs finite low < high, got low -2.000000, high -2.000000");
+}
+
+TEST(DrawOpsTest, RandintOneOrSeveralPerRow) {
+  const auto batch = Ids(3000);
+  auto op = Op(TransformKind::kRandint, {"negatives"});
+  op.low = 10;
+  op.high = 15;
+  const auto scalar = Drawn(*Compile({op}, batch), batch, Draws(3, 2, 0));
+  const auto& one = static_cast<const arrow::Int64Array&>(*scalar->GetColumnByName("negatives"));
+  for (int64_t i = 0; i < one.length(); ++i) {
+    EXPECT_GE(one.Value(i), 10);
+    EXPECT_LT(one.Value(i), 15);
+  }
+  op.size = 4;
+  const auto spec = Compile({op}, batch);
+  const auto lists = Drawn(*spec, batch, Draws(3, 2, 0))->GetColumnByName("negatives");
+  ASSERT_EQ(lists->type()->ToString(), "fixed_size_list<item: int64>[4]");
+  // Draw 0 of each row is the single draw of the scalar form.
+  const auto& values = static_cast<const arrow::Int64Array&>(
+      *static_cast<const arrow::FixedSizeListArray&>(*lists).values());
+  for (int64_t i = 0; i < 3000; ++i) EXPECT_EQ(values.Value(4 * i), one.Value(i));
+  EXPECT_EQ(spec->canonical(),
+            R"([{"op":"randint","column":"negatives","low":10,"high":15,"size":4,"key":""}])");
+  op.low = 0.5;
+  EXPECT_EQ(CompileError(op, batch).message(),
+            "transform 0 (randint): low and high must be integers within +-2^53, got low "
+            "0.500000, high 15.000000");
+}
+
+TEST(DrawOpsTest, DropoutDropsElementsInOrderAndKeepsNullLists) {
+  const auto batch =
+      Batch({{"l", Json(arrow::list(arrow::int32()), "[[1, 2, 3, 4, 5, 6], null, [], [7, 8]]")}});
+  auto op = Op(TransformKind::kDropout, {"l"});
+  op.p = 0;
+  ExpectColumn(*Drawn(*Compile({op}, batch), batch, Draws(0, 0, 0)), "l", batch->column(0));
+  op.p = 1;
+  ExpectColumn(*Drawn(*Compile({op}, batch), batch, Draws(0, 0, 0)), "l",
+               Json(arrow::list(arrow::int32()), "[[], null, [], []]"));
+  op.p = 0.5;
+  const auto spec = Compile({op}, batch);
+  const auto out = Drawn(*spec, batch, Draws(9, 0, 0))->GetColumnByName("l");
+  const auto& lists = static_cast<const arrow::ListArray&>(*out);
+  EXPECT_TRUE(lists.IsNull(1));
+  // What is kept is a subsequence of each list, in order.
+  const auto& kept = static_cast<const arrow::Int32Array&>(*lists.values());
+  for (int64_t i = 1; i < kept.length(); ++i) EXPECT_LT(kept.Value(i - 1), kept.Value(i));
+  EXPECT_EQ(spec->canonical(), R"([{"op":"dropout","column":"l","p":0.5,"key":""}])");
+}
+
+TEST(DrawOpsTest, TheCachedPartEndsBeforeTheFirstOpThatDraws) {
+  const auto batch = Ids(100);
+  auto cast = Op(TransformKind::kCast, {"id"});
+  cast.dtype = "float64";
+  auto noise = Op(TransformKind::kUniform, {"noise"});
+  noise.low = 0;
+  noise.high = 1;
+  auto log = Op(TransformKind::kLog1p, {"noise"});
+  const auto spec = Compile({cast, noise, log}, batch);
+  const auto before = spec->ApplyBeforeDraws(batch, arrow::default_memory_pool()).ValueOrDie();
+  EXPECT_EQ(before->schema()->ToString(), "id: double");
+  const auto split =
+      spec->ApplyDraws(before, arrow::default_memory_pool(), Draws(5, 1, 20)).ValueOrDie();
+  EXPECT_TRUE(split->Equals(*Drawn(*spec, batch, Draws(5, 1, 20))));
+  // Without an op that draws, the cached part is everything and ApplyDraws the identity.
+  const auto plain = Compile({cast}, batch);
+  EXPECT_FALSE(plain->draws());
+  const auto whole = plain->ApplyBeforeDraws(batch, arrow::default_memory_pool()).ValueOrDie();
+  EXPECT_EQ(plain->ApplyDraws(whole, arrow::default_memory_pool(), {}).ValueOrDie(), whole);
+}
+
+// The random ops' canonical forms, golden like the spec above (they key disk caches too).
+TEST(DrawOpsTest, GoldenCanonicalFormAndDigest) {
+  const auto batch = Batch(
+      {{"id", Json(arrow::int64(), "[1]")}, {"l", Json(arrow::list(arrow::float32()), "[[1]]")}});
+  std::vector<TransformOp> ops;
+  ops.push_back(Op(TransformKind::kBernoulliMask, {"m"}));
+  ops.back().p = 0.15;
+  ops.back().dtype = "int8";
+  ops.push_back(Op(TransformKind::kUniform, {"u"}));
+  ops.back().low = 0;
+  ops.back().high = 1;
+  ops.back().dtype = "float64";
+  ops.push_back(Op(TransformKind::kRandint, {"neg"}));
+  ops.back().low = 0;
+  ops.back().high = 1000000;
+  ops.back().size = 5;
+  ops.back().key = "id";
+  ops.push_back(Op(TransformKind::kDropout, {"l"}));
+  ops.back().p = 0.1;
+  const auto spec = Compile(std::move(ops), batch);
+  EXPECT_EQ(spec->canonical(),
+            R"([{"op":"bernoulli_mask","column":"m","p":0.14999999999999999,"dtype":"int8",)"
+            R"("key":""},{"op":"uniform","column":"u","low":0,"high":1,"dtype":"float64",)"
+            R"("key":""},{"op":"randint","column":"neg","low":0,"high":1000000,"size":5,)"
+            R"("key":"id"},{"op":"dropout","column":"l","p":0.10000000000000001,"key":""}])");
+  EXPECT_EQ(spec->digest(), "ea959e87f6b36933cc7563c6114e2887");
 }
 
 }  // namespace

@@ -41,7 +41,8 @@ class BucketizeOp final : public CompiledOp {
 
   void WriteParams(CanonicalWriter* w) const override { w->Field("boundaries", op().boundaries); }
 
-  arrow::Status Apply(ArrayColumns* columns, arrow::compute::ExecContext* exec) const override {
+  arrow::Status Apply(ArrayColumns* columns, const DrawContext& /*draws*/,
+                      arrow::compute::ExecContext* exec) const override {
     auto& x = Column(columns);
     ARROW_ASSIGN_OR_RAISE(x, Bucketize(x, op().boundaries, exec));
     return arrow::Status::OK();

@@ -20,7 +20,8 @@ class Cast final : public CompiledOp {
 
   void WriteParams(CanonicalWriter* w) const override { w->Field("dtype", op().dtype); }
 
-  arrow::Status Apply(ArrayColumns* columns, arrow::compute::ExecContext* exec) const override {
+  arrow::Status Apply(ArrayColumns* columns, const DrawContext& /*draws*/,
+                      arrow::compute::ExecContext* exec) const override {
     auto& x = Column(columns);
     ARROW_ASSIGN_OR_RAISE(x, CastArray(x, to_, exec));
     return arrow::Status::OK();

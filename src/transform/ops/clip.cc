@@ -25,7 +25,8 @@ class Clip final : public CompiledOp {
     w->Field("max", op().high);
   }
 
-  arrow::Status Apply(ArrayColumns* columns, arrow::compute::ExecContext* exec) const override {
+  arrow::Status Apply(ArrayColumns* columns, const DrawContext& /*draws*/,
+                      arrow::compute::ExecContext* exec) const override {
     auto& x = Column(columns);
     const arrow::compute::ElementWiseAggregateOptions keep_nulls(/*skip_nulls=*/false);
     if (low_) {

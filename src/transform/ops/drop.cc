@@ -15,7 +15,8 @@ class Drop final : public CompiledOp {
  public:
   using CompiledOp::CompiledOp;
 
-  arrow::Status Apply(ArrayColumns* columns, arrow::compute::ExecContext* /*exec*/) const override {
+  arrow::Status Apply(ArrayColumns* columns, const DrawContext& /*draws*/,
+                      arrow::compute::ExecContext* /*exec*/) const override {
     for (const auto& column : op().columns) columns->Remove(columns->Find(column));
     return arrow::Status::OK();
   }

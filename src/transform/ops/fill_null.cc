@@ -24,7 +24,8 @@ class FillNull final : public CompiledOp {
     }
   }
 
-  arrow::Status Apply(ArrayColumns* columns, arrow::compute::ExecContext* exec) const override {
+  arrow::Status Apply(ArrayColumns* columns, const DrawContext& /*draws*/,
+                      arrow::compute::ExecContext* exec) const override {
     auto& x = Column(columns);
     if (x->null_count() > 0) {
       ARROW_ASSIGN_OR_RAISE(x, CallArrayFunction("coalesce", {x, fill_}, nullptr, exec));

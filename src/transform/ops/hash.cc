@@ -31,7 +31,8 @@ class Hash final : public CompiledOp {
     w->Field("num_buckets", static_cast<double>(op().num_buckets));
   }
 
-  arrow::Status Apply(ArrayColumns* columns, arrow::compute::ExecContext* exec) const override {
+  arrow::Status Apply(ArrayColumns* columns, const DrawContext& /*draws*/,
+                      arrow::compute::ExecContext* exec) const override {
     auto& x = Column(columns);
     const auto n = static_cast<uint64_t>(op().num_buckets);
     ARROW_ASSIGN_OR_RAISE(

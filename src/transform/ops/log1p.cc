@@ -15,7 +15,8 @@ class Log1p final : public CompiledOp {
   Log1p(TransformOp op, std::shared_ptr<arrow::DataType> to)
       : CompiledOp(std::move(op)), to_(std::move(to)) {}
 
-  arrow::Status Apply(ArrayColumns* columns, arrow::compute::ExecContext* exec) const override {
+  arrow::Status Apply(ArrayColumns* columns, const DrawContext& /*draws*/,
+                      arrow::compute::ExecContext* exec) const override {
     auto& x = Column(columns);
     ARROW_ASSIGN_OR_RAISE(x, CastArray(x, to_, exec));
     ARROW_ASSIGN_OR_RAISE(x, CallArrayFunction("log1p", {x}, nullptr, exec));

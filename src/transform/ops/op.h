@@ -12,6 +12,7 @@
 
 #include "stoker/transform_options.h"
 #include "transform/column_set.h"
+#include "transform/row_draws.h"
 
 namespace stoker {
 
@@ -40,10 +41,14 @@ class CompiledOp {
 
   /// Writes the op's parameters, after the op name and its column(s), to the canonical form.
   virtual void WriteParams(CanonicalWriter* /*writer*/) const {}
+  /// Whether the op draws random numbers: it then runs per epoch after the disk cache, and
+  /// the ops after it too (TransformSpec::ApplyDraws).
+  virtual bool draws() const { return false; }
   /// Transforms one batch's columns as compile did their types: the op's own ones in place,
-  /// or adding and removing columns. `exec` runs Arrow compute functions and holds the pool
-  /// to allocate from.
-  virtual arrow::Status Apply(ArrayColumns* columns, arrow::compute::ExecContext* exec) const = 0;
+  /// or adding and removing columns. `draws` says where the unit's rows stand (only ops that
+  /// draw read it); `exec` runs Arrow compute functions and holds the pool to allocate from.
+  virtual arrow::Status Apply(ArrayColumns* columns, const DrawContext& draws,
+                              arrow::compute::ExecContext* exec) const = 0;
 
  protected:
   /// The position of the op's (first) column in `columns`; compile checked it is there.

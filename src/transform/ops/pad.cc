@@ -90,7 +90,8 @@ class Pad final : public CompiledOp {
     w->Field("value", op().number);
   }
 
-  arrow::Status Apply(ArrayColumns* columns, arrow::compute::ExecContext* exec) const override {
+  arrow::Status Apply(ArrayColumns* columns, const DrawContext& /*draws*/,
+                      arrow::compute::ExecContext* exec) const override {
     const int i = Position(*columns);
     ARROW_ASSIGN_OR_RAISE(auto padded,
                           PadLists(columns->values[i], op().length, op().number, exec));

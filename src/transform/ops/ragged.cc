@@ -14,7 +14,7 @@ class Ragged final : public CompiledOp {
  public:
   using CompiledOp::CompiledOp;
 
-  arrow::Status Apply(ArrayColumns* /*columns*/,
+  arrow::Status Apply(ArrayColumns* /*columns*/, const DrawContext& /*draws*/,
                       arrow::compute::ExecContext* /*exec*/) const override {
     return arrow::Status::OK();
   }

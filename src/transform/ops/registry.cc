@@ -9,13 +9,15 @@ namespace stoker {
 // Defined by the op's own file in this folder. A new op: its file, a TransformKind, a line
 // here and one in kOps (docs/transforms.md, "Adding an op").
 extern constinit const OpDescriptor kCastOp, kFillNullOp, kClipOp, kLog1pOp, kStandardizeOp,
-    kBucketizeOp, kHashOp, kVocabularyOp, kStackOp, kRenameOp, kDropOp, kPadOp, kRaggedOp;
+    kBucketizeOp, kHashOp, kVocabularyOp, kStackOp, kRenameOp, kDropOp, kPadOp, kRaggedOp,
+    kBernoulliMaskOp, kUniformOp, kRandintOp, kDropoutOp;
 
 namespace {
 
 constexpr const OpDescriptor* kOps[] = {
-    &kCastOp,       &kFillNullOp, &kClipOp,   &kLog1pOp, &kStandardizeOp, &kBucketizeOp, &kHashOp,
-    &kVocabularyOp, &kStackOp,    &kRenameOp, &kDropOp,  &kPadOp,         &kRaggedOp,
+    &kCastOp,   &kFillNullOp,      &kClipOp,    &kLog1pOp,   &kStandardizeOp, &kBucketizeOp,
+    &kHashOp,   &kVocabularyOp,    &kStackOp,   &kRenameOp,  &kDropOp,        &kPadOp,
+    &kRaggedOp, &kBernoulliMaskOp, &kUniformOp, &kRandintOp, &kDropoutOp,
 };
 
 }  // namespace

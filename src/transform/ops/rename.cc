@@ -16,7 +16,8 @@ class Rename final : public CompiledOp {
 
   void WriteParams(CanonicalWriter* w) const override { w->Field("to", op().output); }
 
-  arrow::Status Apply(ArrayColumns* columns, arrow::compute::ExecContext* /*exec*/) const override {
+  arrow::Status Apply(ArrayColumns* columns, const DrawContext& /*draws*/,
+                      arrow::compute::ExecContext* /*exec*/) const override {
     columns->names[Position(*columns)] = op().output;
     return arrow::Status::OK();
   }

@@ -65,7 +65,8 @@ class Stack final : public CompiledOp {
     w->Field("dtype", op().dtype.empty() ? kDefaultDtype : op().dtype);
   }
 
-  arrow::Status Apply(ArrayColumns* columns, arrow::compute::ExecContext* exec) const override {
+  arrow::Status Apply(ArrayColumns* columns, const DrawContext& /*draws*/,
+                      arrow::compute::ExecContext* exec) const override {
     arrow::ArrayVector inputs;
     std::vector<int> positions;
     for (const auto& column : op().columns) {

@@ -28,7 +28,8 @@ class Standardize final : public CompiledOp {
     w->Field("std", op().std);
   }
 
-  arrow::Status Apply(ArrayColumns* columns, arrow::compute::ExecContext* exec) const override {
+  arrow::Status Apply(ArrayColumns* columns, const DrawContext& /*draws*/,
+                      arrow::compute::ExecContext* exec) const override {
     auto& x = Column(columns);
     ARROW_ASSIGN_OR_RAISE(x, CastArray(x, to_, exec));
     ARROW_ASSIGN_OR_RAISE(x, CallArrayFunction("subtract", {x, mean_}, nullptr, exec));

@@ -81,7 +81,8 @@ class VocabularyOp final : public CompiledOp {
     w->Field("default", static_cast<double>(op().default_id));
   }
 
-  arrow::Status Apply(ArrayColumns* columns, arrow::compute::ExecContext* exec) const override {
+  arrow::Status Apply(ArrayColumns* columns, const DrawContext& /*draws*/,
+                      arrow::compute::ExecContext* exec) const override {
     auto& x = Column(columns);
     const Vocabulary& v = *vocabulary_;
     const int64_t unknown = op().default_id;
