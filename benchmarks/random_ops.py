@@ -111,7 +111,7 @@ def main() -> None:
         n = len(reference["row_id"])
         print(f"{n:,} rows, seed {args.seed}, {args.threads} threads")
         print("replay (same epoch, same draws):")
-        print(f"  1 thread vs {args.threads}:{' ' * 18}{same(reference, one_thread)}")
+        print(f"{f'  1 thread vs {args.threads}:':<31}{same(reference, one_thread)}")
         print(f"  cold cache vs no cache:      {same(reference, cold)}")
         print(f"  warm cache, epoch 0:         {same(reference, warm0)}")
         print(f"  warm cache, epoch 1:         {same(epoch1, warm1)}")

@@ -6,6 +6,7 @@ dependency)."""
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 
@@ -215,3 +216,21 @@ def test_bad_random_ops_name_the_op_and_what_is_wrong(criteo: Path) -> None:
     for spec, error, message in cases:
         with pytest.raises(error, match=message):
             stoker.Loader(criteo, columns=["row_id", "I1"], batch_size=10, transforms=[spec])
+
+
+def test_remote_loaders_draw_what_a_local_loader_draws(criteo: Path, servers,
+                                                       tmp_path: Path) -> None:
+    """`stoker serve` runs the same pipeline: two servers sharing a plan, read by a
+    RemoteLoader, deliver the local loader's draws, epoch by epoch."""
+    from serve_support import COLUMNS
+    from serve_support import OPTIONS as SERVED
+
+    spec = [{"op": "uniform", "column": "noise", "low": 0.0, "high": 1.0},
+            {"op": "randint", "column": "negatives", "low": 0, "high": 1000, "size": 2}]
+    (tmp_path / "spec.json").write_text(json.dumps(spec))
+    locations = [servers("--transforms", str(tmp_path / "spec.json")).location
+                 for _ in range(2)]
+    remote = stoker.RemoteLoader(locations, **SERVED)
+    local = stoker.Loader(criteo, columns=COLUMNS, transforms=spec, **SERVED)
+    for number in (0, 1):
+        assert_same_batches(epoch(remote, number), epoch(local, number))
