@@ -37,6 +37,25 @@ struct ServeOptions {
   arrow::Status Validate() const;
 };
 
+/// A server's counters over its life (docs/observability.md). Stage times, bytes read and
+/// the cache are in its loader's StatsSnapshot.
+struct ServeStats {
+  /// Streams opened, open now, refused because max_streams were open, released for idling.
+  int64_t streams_started = 0;
+  int64_t streams_active = 0;
+  int64_t streams_refused_busy = 0;
+  int64_t streams_released_idle = 0;
+  /// Calls refused: bad, foreign or oversized tickets, and missing or wrong tokens.
+  int64_t bad_tickets = 0;
+  int64_t unauthenticated = 0;
+  /// Streams that ended in an error (other than a client going away).
+  int64_t stream_errors = 0;
+  /// What the streams handed to Flight to send.
+  int64_t batches_sent = 0;
+  int64_t rows_sent = 0;
+  int64_t bytes_sent = 0;
+};
+
 /// An Arrow Flight server streaming a Loader's batches (DESIGN.md, "Serve"). The loader fixes
 /// the dataset and every option but rank, world size and epoch, which each ticket names; a
 /// ticket can address nothing but that dataset. docs/serve.md documents the ticket, the
@@ -59,6 +78,7 @@ class FlightService {
   virtual arrow::Status Shutdown() = 0;
   /// The configuration it advertises (JSON; the descriptor of its one flight).
   virtual const std::string& config_json() const = 0;
+  virtual ServeStats stats() const = 0;
 };
 
 /// Digest of what a stream's batches depend on besides rank, world size, epoch and resume

@@ -86,6 +86,9 @@ class Loader {
   arrow::Result<std::unique_ptr<BatchStream>> StartStream(const StreamSpec& spec) const;
   /// Counters summed over every epoch so far.
   StatsSnapshot stats() const;
+  /// Writes the kept spans of work as Chrome trace JSON (ui.perfetto.dev opens it); an
+  /// error when options().trace_events is 0.
+  arrow::Status WriteTrace(const std::string& path) const;
   /// A warning the disk cache raised (writes turned off), once; empty otherwise.
   std::string TakeCacheWarning() const;
   /// Continues stats().delivered_digest from a value saved before a resume.

@@ -85,6 +85,9 @@ inline constexpr int kDefaultPrefetchPerThread = 2;
 arrow::Status ValidateRank(int rank, int world_size);
 
 /// Everything that configures a Loader. Plain data; Validate() checks it.
+/// trace_events when a timeline is asked for without a size: about 10 MB of spans.
+inline constexpr int64_t kDefaultTraceEvents = 262144;
+
 struct LoaderOptions {
   /// Files, directories (searched recursively for *.parquet), globs or a mix; resolved to
   /// files in sorted path order. Required.
@@ -150,6 +153,10 @@ struct LoaderOptions {
   /// Rows kept: those for which this boolean expression is true (null counts as false).
   /// May name columns outside `columns`; they are read for the filter only. Unset: all rows.
   std::optional<arrow::compute::Expression> filter;
+  /// Spans of work (unit fetch, decode, transform, staging; batch assembly; the consumer's
+  /// wait) kept for a timeline (Loader::WriteTrace, docs/observability.md): the last this
+  /// many, about 40 bytes each. 0: no tracing.
+  int64_t trace_events = 0;
   /// Where decoded row groups and output batches are allocated (the allocator hook: a GPU
   /// build can pass a pinned-memory pool). nullptr means ResolvedMemoryPool()'s choice.
   arrow::MemoryPool* memory_pool = nullptr;

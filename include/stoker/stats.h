@@ -18,6 +18,21 @@ struct SkippedUnit {
   std::string error;
 };
 
+/// The consumer's wait for each batch (the data stall, batch by batch): bucket counts with
+/// their upper bounds in seconds (log-spaced, 4 per doubling from 1 µs; the last unbounded),
+/// and quantiles read from them (each a bucket's upper bound: within 19% of the truth,
+/// never above max_seconds).
+struct WaitSummary {
+  std::vector<int64_t> counts;
+  std::vector<double> bounds;
+  int64_t count = 0;
+  double sum_seconds = 0;
+  double p50_seconds = 0;
+  double p90_seconds = 0;
+  double p99_seconds = 0;
+  double max_seconds = 0;
+};
+
 /// A point-in-time copy of a loader's counters, cumulative over its life.
 struct StatsSnapshot {
   /// Rows and batches delivered to the consumer.
@@ -41,6 +56,11 @@ struct StatsSnapshot {
   int64_t row_groups_pruned = 0;
   /// Wall seconds the consumer spent blocked waiting for its next batch (the data stall).
   double wait_seconds = 0;
+  /// The same wait, batch by batch.
+  WaitSummary wait_per_batch;
+  /// Rows per second delivered over the last 10 seconds (at most the last 256 batches);
+  /// 0 until two batches have been delivered in that time.
+  double recent_rows_per_second = 0;
   /// The disk cache: lookups that found a sound entry or not, bytes read from and written
   /// to it, entries evicted, and damaged entries found (deleted and rebuilt).
   int64_t cache_hits = 0;

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stoker import _core, _cursor, _options, _state
+from stoker import _core, _cpu, _cursor, _options, _state
 
 # Batches the batch_transform thread keeps ready when prefetch is None.
 _TRANSFORMED_AHEAD = 2
@@ -119,9 +119,11 @@ class _EpochIterator(_cursor.EpochIterator):
     parent's."""
 
     def __init__(self, epoch: Any, output: str, progress: _cursor.Progress,
-                 batch_transform: Callable[[Any], Any] | None, prefetch: int) -> None:
+                 batch_transform: Callable[[Any], Any] | None, prefetch: int,
+                 on_close: Callable[[], None] | None = None) -> None:
         super().__init__(progress, epoch.num_batches())
         self._epoch = epoch
+        self._on_close = on_close
         self._reader = _EngineReader(epoch, output)
         self._pid = os.getpid()
         self._pump: _TransformPump | None = None
@@ -159,6 +161,8 @@ class _EpochIterator(_cursor.EpochIterator):
                         pass
         if epoch is not None:
             epoch.close()
+            if self._on_close is not None and os.getpid() == self._pid:
+                self._on_close()
 
     def __del__(self) -> None:
         self.close()
@@ -223,6 +227,12 @@ class Loader(_cursor.EpochLoader):
         max_bad_units, max_bad_fraction: with ``on_error="skip"``, the most row groups (a
             count, or a fraction of the dataset's) this loader may skip; one more is an
             error naming them. None: no limit.
+        trace: a path: keep a timeline of the work (each unit's fetch, decode, transform
+            and staging, each batch's assembly and the consumer's wait, per thread) and
+            write it there as Chrome trace JSON at the end of every epoch (open it in
+            ui.perfetto.dev; docs/observability.md). None: no timeline.
+        trace_events: the spans kept, the last ones (about 40 bytes each); 0 with a
+            ``trace`` path means ``_core.DEFAULT_TRACE_EVENTS`` (262,144).
     """
 
     def __init__(
@@ -253,7 +263,11 @@ class Loader(_cursor.EpochLoader):
         on_error: str = _DEFAULTS.on_error,
         max_bad_units: int | None = _DEFAULTS.max_bad_units,
         max_bad_fraction: float | None = _DEFAULTS.max_bad_fraction,
+        trace: str | os.PathLike | None = None,
+        trace_events: int = _DEFAULTS.trace_events,
     ) -> None:
+        if trace is not None and not trace_events:
+            trace_events = _core.DEFAULT_TRACE_EVENTS
         # The keyword arguments are named after LoaderOptions' fields and go there by name.
         options = _options.loader_options(source, storage_options, locals())
         _check_python_options(output, batch_transform)
@@ -264,6 +278,7 @@ class Loader(_cursor.EpochLoader):
         self._schema = pa.schema(_CapsuleSchema(self._core.schema_capsule()))
         self._files = tuple(self._core.dataset()["files"])
         self._max_bad = (options.max_bad_units, options.max_bad_fraction)
+        self._trace = None if trace is None else os.fspath(trace)
         identity = _state.identity(json.loads(self._core.config()))
         self._cursor = _cursor.EpochCursor(identity, options.rank, options.world_size)
 
@@ -284,8 +299,14 @@ class Loader(_cursor.EpochLoader):
 
     def _read_epoch(self, progress: _cursor.Progress) -> Iterator[Any]:
         stream = self._core.start_epoch(progress.epoch, [tuple(r) for r in progress.rounds])
+        on_close = None if self._trace is None else lambda: self.write_trace(self._trace)
         return _EpochIterator(stream, self._output, progress, self._batch_transform,
-                              self._transformed_ahead)
+                              self._transformed_ahead, on_close)
+
+    def write_trace(self, path: str | os.PathLike) -> None:
+        """Writes the timeline kept so far (``trace=`` or ``trace_events=``) as Chrome trace
+        JSON to ``path``."""
+        self._core.write_trace(os.fspath(path))
 
     def _delivered_digest(self) -> str:
         return self._core.stats()["delivered_digest"]
@@ -300,8 +321,15 @@ class Loader(_cursor.EpochLoader):
         digest of the rows delivered in order (carried across a same-rank resume). Under
         ``on_error="skip"``: ``skipped_units`` (a dict per row group skipped: file,
         row_group, rows, error) and ``skipped_rows`` (planned rows left out of delivered
-        batches, summed over epochs)."""
-        return self._core.stats()
+        batches, summed over epochs). The schema is stable and documented field by field in
+        docs/observability.md, with ``wait_per_batch`` (the wait for each batch: count, p50,
+        p90, p99, max in seconds, and its histogram), ``recent_rows_per_second``,
+        ``cache_hit_rate``, ``threads``/``io_threads`` and ``cpu_budget``."""
+        stats = self._core.stats()
+        lookups = stats["cache_hits"] + stats["cache_misses"]
+        stats["cache_hit_rate"] = stats["cache_hits"] / lookups if lookups else None
+        stats["cpu_budget"] = _cpu.cpu_budget()
+        return stats
 
     def quarantine_report(self, path: str | os.PathLike | None = None) -> dict[str, Any]:
         """The row groups skipped so far under ``on_error="skip"`` (file, row group, rows,

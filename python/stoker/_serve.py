@@ -11,7 +11,7 @@ from typing import Any
 def serve(source: str, *, host: str, port: int, token_file: str | None,
           tls_cert: str | None, tls_key: str | None, max_streams: int, chunk_batches: int,
           stream_idle_timeout_s: int, loader_options: dict[str, Any],
-          transforms_file: str | None) -> int:
+          transforms_file: str | None, metrics_port: int | None = None) -> int:
     import stoker
     from stoker import _core, _options
 
@@ -34,5 +34,23 @@ def serve(source: str, *, host: str, port: int, token_file: str | None,
           f"({loader.dataset_info()['rows']:,} rows, {len(loader)} batches per epoch for one "
           f"rank){' with a bearer token' if token else ''}", flush=True)
     print(f"stoker serve: config {server.config()}", file=sys.stderr, flush=True)
+    if metrics_port is not None:
+        _serve_metrics(server, loader, host, metrics_port)
     server.serve()  # until Ctrl-C / SIGTERM
     return 0
+
+
+def _serve_metrics(server: Any, loader: Any, host: str, port: int) -> None:
+    """Prometheus metrics of the server and its loader at http://host:port/metrics."""
+    try:
+        from prometheus_client import CollectorRegistry
+
+        from stoker import metrics
+    except ImportError as error:
+        raise RuntimeError("--metrics-port needs prometheus_client: pip install "
+                           "'stoker[metrics]'") from error
+    registry = CollectorRegistry()
+    registry.register(metrics.ServerCollector(server.stats))
+    metrics.register(loader, registry=registry, role="server")
+    http, _ = metrics.start_http_server(port, addr=host, registry=registry)
+    print(f"stoker serve: metrics on http://{host}:{http.server_port}/metrics", flush=True)

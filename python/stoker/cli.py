@@ -89,6 +89,9 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--stream-idle-timeout", type=_int_at_least(0), default=300,
                        help="seconds a client may ask for no batch before its stream is "
                             "released (its memory and threads freed; 0: never)")
+    serve.add_argument("--metrics-port", type=_int_at_least(0),
+                       help="serve Prometheus metrics on this port (0: a free one; needs "
+                            "stoker[metrics])")
     serve.add_argument("--columns", type=_column_list)
     serve.add_argument("--batch-size", type=_int_at_least(1), required=True)
     serve.add_argument("--no-shuffle", dest="shuffle", action="store_false")
@@ -108,7 +111,7 @@ def _run_serve(args: argparse.Namespace) -> int:
         args.source, host=args.host, port=args.port, token_file=args.token_file,
         tls_cert=args.tls_cert, tls_key=args.tls_key, max_streams=args.max_streams,
         chunk_batches=args.chunk_batches, stream_idle_timeout_s=args.stream_idle_timeout,
-        transforms_file=args.transforms,
+        transforms_file=args.transforms, metrics_port=args.metrics_port,
         loader_options={"columns": args.columns, "batch_size": args.batch_size,
                         "shuffle": args.shuffle, "seed": args.seed,
                         "shuffle_window": args.shuffle_window, "drop_last": args.drop_last,

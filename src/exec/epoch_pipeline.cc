@@ -110,7 +110,7 @@ void EpochPipeline::ScheduleWindow(int64_t position) {
             auto drawn = DrawUnit(*source_, unit, std::move(cached), plan_.config().seed,
                                   plan_.config().epoch, stats_.get());
             if (!drawn.ok()) return OnUnitRead(scheduled, i, drawn.status());
-            OnUnitRead(scheduled, i, Prepare(std::move(*drawn)));
+            OnUnitRead(scheduled, i, Prepare(unit, std::move(*drawn)));
           },
           /*urgent=*/false);
     }
@@ -135,7 +135,7 @@ void EpochPipeline::StartUnit(int64_t scheduled, int64_t i, const Unit& unit) {
                           stats_.get());
     if (!drawn.ok()) return OnUnitRead(scheduled, i, drawn.status());
     if (source_->cache != nullptr) source_->cache->Put(CacheKey(*source_, unit), **finished);
-    OnUnitRead(scheduled, i, Prepare(std::move(*drawn)));
+    OnUnitRead(scheduled, i, Prepare(unit, std::move(*drawn)));
   };
   if (!fetch.ok()) {
     RunOnWorker(std::move(decode), /*urgent=*/false);
@@ -177,7 +177,9 @@ void EpochPipeline::Pump() {
           const auto start = Stats::Clock::now();
           const auto [begin, end] = plan_.BatchRange(batches_[batch]);
           auto result = assembler_.Assemble(plan_, begin, end, needed);
-          stats_->AddAssemble(Stats::Clock::now() - start);
+          const auto done = Stats::Clock::now();
+          stats_->AddAssemble(done - start);
+          stats_->Trace(TraceStage::kAssemble, start, done, batches_[batch]);
           OnBatchAssembled(batch, std::move(result));
         },
         /*urgent=*/true);
@@ -192,11 +194,14 @@ void EpochPipeline::Pump() {
   }
 }
 
-arrow::Result<StagedUnit> EpochPipeline::Prepare(std::shared_ptr<arrow::RecordBatch> unit) {
-  if (row_layout_ == nullptr) return StagedUnit(unit);
+arrow::Result<StagedUnit> EpochPipeline::Prepare(const Unit& unit,
+                                                 std::shared_ptr<arrow::RecordBatch> batch) {
+  if (row_layout_ == nullptr) return StagedUnit(batch);
   const auto start = Stats::Clock::now();
-  auto staged = Stage(row_layout_, unit, record_chunks_.get());
-  stats_->AddAssemble(Stats::Clock::now() - start);
+  auto staged = Stage(row_layout_, batch, record_chunks_.get());
+  const auto end = Stats::Clock::now();
+  stats_->AddAssemble(end - start);
+  stats_->Trace(TraceStage::kStage, start, end, unit.file, unit.row_group);
   return staged;
 }
 
@@ -275,7 +280,12 @@ bool EpochPipeline::WaitReady(std::chrono::milliseconds timeout) {
     ready = Deliverable();
     if (!notified) break;
   }
-  stats_->AddWait(Stats::Clock::now() - start);
+  const auto now = Stats::Clock::now();
+  stats_->AddWait(now - start);
+  batch_wait_ += now - start;
+  if (next_deliver_ < static_cast<int64_t>(batches_.size())) {
+    stats_->Trace(TraceStage::kWait, start, now, batches_[next_deliver_]);
+  }
   return ready;
 }
 
@@ -283,7 +293,12 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> EpochPipeline::Next() {
   const auto start = Stats::Clock::now();
   MutexLock lock(mutex_);
   while (!Deliverable()) ready_cv_.Wait(mutex_);
-  stats_->AddWait(Stats::Clock::now() - start);
+  const auto now = Stats::Clock::now();
+  stats_->AddWait(now - start);
+  batch_wait_ += now - start;
+  if (next_deliver_ < static_cast<int64_t>(batches_.size())) {
+    stats_->Trace(TraceStage::kWait, start, now, batches_[next_deliver_]);
+  }
   if (next_deliver_ >= static_cast<int64_t>(batches_.size())) return nullptr;
   auto it = ready_.find(next_deliver_);
   if (it == ready_.end()) {
@@ -296,6 +311,8 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> EpochPipeline::Next() {
   ++next_deliver_;
   planned_rows_delivered_ += assembled.planned_rows;
   stats_->AddDelivered(batch->num_rows(), assembled.rows_hash);
+  stats_->AddBatchWait(batch_wait_);
+  batch_wait_ = Stats::Clock::duration::zero();
   if (assembled.planned_rows > batch->num_rows()) {
     stats_->AddSkippedRows(assembled.planned_rows - batch->num_rows());
   }

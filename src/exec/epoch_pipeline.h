@@ -65,7 +65,7 @@ class EpochPipeline final : public BatchStream {
 
   /// A finished unit as the assembler reads it: staged row-major when batches are shuffled.
   /// Runs in the worker that finished the unit.
-  arrow::Result<StagedUnit> Prepare(std::shared_ptr<arrow::RecordBatch> unit);
+  arrow::Result<StagedUnit> Prepare(const Unit& unit, std::shared_ptr<arrow::RecordBatch> batch);
   void OnUnitRead(int64_t scheduled, int64_t unit_in_window, arrow::Result<StagedUnit> result)
       EXCLUDES(mutex_);
   /// Under on_error="skip", counts a unit that failed with `error` against the budget: true
@@ -97,6 +97,8 @@ class EpochPipeline final : public BatchStream {
   CondVar ready_cv_;
   /// Windows scheduled and still needed, keyed by position in schedule_.
   std::map<int64_t, WindowSlot> windows_ GUARDED_BY(mutex_);
+  // The consumer's wait for the batch it is waiting for, over WaitReady slices and Next.
+  Stats::Clock::duration batch_wait_ GUARDED_BY(mutex_) = Stats::Clock::duration::zero();
   int64_t next_window_ GUARDED_BY(mutex_) = 0;   // next position in schedule_ to start reading
   int64_t last_window_ GUARDED_BY(mutex_) = -1;  // last position in schedule_
   int64_t next_assemble_ GUARDED_BY(mutex_) = 0;

@@ -46,6 +46,8 @@ arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetchUnchecked(const Manifest
     fetch->leaves.insert(fetch->leaves.end(), leaves.begin(), leaves.end());
   }
   fetch->started = Stats::Clock::now();
+  fetch->file = unit.file;
+  fetch->row_group = unit.row_group;
   // Opening by FileInfo skips a metadata request (the size is known from the listing).
   arrow::fs::FileInfo info(file.source.path, arrow::fs::FileType::File);
   info.set_size(file.source.size);
@@ -111,7 +113,9 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> DecodeUnchecked(const Manifes
   }
   table = arrow::Table::Make(arrow::schema(fields), std::move(chunks), table->num_rows());
   ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch(pool));
-  stats->AddDecode(Stats::Clock::now() - fetched);
+  const auto decoded = Stats::Clock::now();
+  stats->AddDecode(decoded - fetched);
+  stats->Trace(TraceStage::kDecode, fetched, decoded, unit.file, unit.row_group);
   return batch;
 }
 
@@ -169,7 +173,9 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadRowGroup(const UnitSource
 }
 
 void NoteArrived(const RowGroupFetch& fetch, Stats* stats) {
-  stats->AddRead(fetch.bytes_needed, Stats::Clock::now() - fetch.started);
+  const auto now = Stats::Clock::now();
+  stats->AddRead(fetch.bytes_needed, now - fetch.started);
+  stats->Trace(TraceStage::kFetch, fetch.started, now, fetch.file, fetch.row_group);
 }
 
 std::vector<int> AllColumns(const UnitSource& source) {
@@ -184,7 +190,9 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> FinishUnit(
   const Manifest& manifest = *source.manifest;
   const auto start = Stats::Clock::now();
   auto finished = CatchAll([&] { return FilterAndTransform(source, std::move(raw)); });
-  stats->AddTransform(Stats::Clock::now() - start);
+  const auto end = Stats::Clock::now();
+  stats->AddTransform(end - start);
+  stats->Trace(TraceStage::kTransform, start, end, unit.file, unit.row_group);
   if (!finished.ok()) return WithContext(finished.status(), Where(manifest, unit));
   ARROW_RETURN_NOT_OK(CheckRowCount(manifest, unit, **finished));
   return finished;
@@ -198,7 +206,9 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> DrawUnit(
     const DrawContext draws{.seed = seed, .epoch = epoch, .first_row = unit.first_row};
     auto drawn = CatchAll(
         [&] { return source.transforms->ApplyDraws(std::move(finished), source.pool, draws); });
-    stats->AddTransform(Stats::Clock::now() - start);
+    const auto end = Stats::Clock::now();
+    stats->AddTransform(end - start);
+    stats->Trace(TraceStage::kTransform, start, end, unit.file, unit.row_group);
     if (!drawn.ok()) return WithContext(drawn.status(), Where(*source.manifest, unit));
     finished = std::move(drawn).ValueUnsafe();
   }

@@ -71,7 +71,9 @@ struct RowGroupFetch {
   arrow::Future<> ready;
   Stats::Clock::time_point started;
   int64_t bytes_needed = 0;
-  /// The byte span of the file it reads, for error messages.
+  /// The unit it reads (for the trace), and the byte span of the file, for error messages.
+  int32_t file = 0;
+  int32_t row_group = 0;
   int64_t first_byte = 0;
   int64_t end_byte = 0;
 };

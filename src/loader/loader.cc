@@ -192,11 +192,19 @@ arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
   ARROW_RETURN_NOT_OK(options.Validate());
   ARROW_RETURN_NOT_OK(EnsureComputeInitialized());
   auto stats = std::make_shared<Stats>();
+  if (options.trace_events > 0) stats->EnableTrace(static_cast<size_t>(options.trace_events));
   ARROW_ASSIGN_OR_RAISE(auto source, MakeUnitSource(options, stats));
   return std::shared_ptr<Loader>(new Loader(std::move(options), std::move(source), stats));
 }
 
 const Manifest& Loader::manifest() const { return *source_->manifest; }
+
+arrow::Status Loader::WriteTrace(const std::string& path) const {
+  if (stats_->trace() == nullptr) {
+    return arrow::Status::Invalid("this loader keeps no trace: set trace_events (or trace=)");
+  }
+  return stats_->trace()->WriteJson(path);
+}
 
 const std::shared_ptr<arrow::Schema>& Loader::schema() const { return source_->batch_schema; }
 

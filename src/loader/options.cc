@@ -91,6 +91,9 @@ arrow::Status ValidateErrorBudget(const LoaderOptions& o) {
   if (o.max_bad_units.has_value() && *o.max_bad_units < 0) {
     return arrow::Status::Invalid("max_bad_units must be >= 0, got ", *o.max_bad_units);
   }
+  if (o.trace_events < 0) {
+    return arrow::Status::Invalid("trace_events must be >= 0, got ", o.trace_events);
+  }
   if (o.max_bad_fraction.has_value() &&
       !(*o.max_bad_fraction >= 0.0 && *o.max_bad_fraction <= 1.0)) {
     return arrow::Status::Invalid("max_bad_fraction must be between 0 and 1, got ",

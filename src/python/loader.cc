@@ -120,6 +120,19 @@ nb::dict Stats(const PyLoader& self) {
   out["decode_seconds"] = s.decode_seconds;
   out["assemble_seconds"] = s.assemble_seconds;
   out["wait_seconds"] = s.wait_seconds;
+  nb::dict wait;
+  wait["count"] = s.wait_per_batch.count;
+  wait["sum"] = s.wait_per_batch.sum_seconds;
+  wait["p50"] = s.wait_per_batch.p50_seconds;
+  wait["p90"] = s.wait_per_batch.p90_seconds;
+  wait["p99"] = s.wait_per_batch.p99_seconds;
+  wait["max"] = s.wait_per_batch.max_seconds;
+  wait["bucket_bounds"] = s.wait_per_batch.bounds;
+  wait["bucket_counts"] = s.wait_per_batch.counts;
+  out["wait_per_batch"] = wait;
+  out["recent_rows_per_second"] = s.recent_rows_per_second;
+  out["threads"] = self.engine()->options().ResolvedThreads();
+  out["io_threads"] = self.engine()->options().storage.ResolvedIoThreads();
   out["delivered_digest"] = s.delivered_digest;
   out["transform_seconds"] = s.transform_seconds;
   out["row_groups_pruned"] = s.row_groups_pruned;
@@ -198,6 +211,12 @@ void BindLoader(nb::module_& m) {
           },
           nb::arg("hex"))
       .def("stats", &Stats)
+      .def(
+          "write_trace",
+          [](const PyLoader& self, const std::string& path) {
+            ThrowIfError(self.engine()->WriteTrace(path));
+          },
+          nb::arg("path"), ReleaseGil())
       .def("dataset", &Dataset)
       .def(
           "config",

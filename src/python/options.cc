@@ -244,6 +244,7 @@ void BindLoaderOptions(nb::module_& m) {
           })
       .Field("max_bad_units", &LoaderOptions::max_bad_units)
       .Field("max_bad_fraction", &LoaderOptions::max_bad_fraction)
+      .Field("trace_events", &LoaderOptions::trace_events)
       .Field("storage", &LoaderOptions::storage)
       .Field("transforms", &LoaderOptions::transforms)
       .Property("filter", &SerializedFilter, &SetSerializedFilter)
@@ -276,6 +277,7 @@ void BindOptions(nb::module_& m) {
   BindStorageOptions(m);
   BindLoaderOptions(m);
   BindServeOptions(m);
+  m.attr("DEFAULT_TRACE_EVENTS") = kDefaultTraceEvents;
   m.def(
       "validate_rank",
       [](int rank, int world_size) { ThrowIfError(ValidateRank(rank, world_size)); },

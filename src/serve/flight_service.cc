@@ -86,6 +86,13 @@ bool ConstantTimeEquals(std::string_view a, std::string_view b) {
   return diff == 0;
 }
 
+// A server's counters, shared with its streams.
+struct ServeCounters {
+  std::atomic<int64_t> streams_started{0}, streams_refused_busy{0}, streams_released_idle{0};
+  std::atomic<int64_t> bad_tickets{0}, unauthenticated{0}, stream_errors{0};
+  std::atomic<int64_t> batches_sent{0}, rows_sent{0}, bytes_sent{0};
+};
+
 // The streams a server has open, and a thread that releases those whose client has stopped
 // asking for batches.
 class StreamRegistry;
@@ -98,8 +105,11 @@ class StreamReader final : public arrow::RecordBatchReader {
   using Clock = std::chrono::steady_clock;
 
   StreamReader(std::unique_ptr<BatchStream> stream, std::shared_ptr<arrow::Schema> schema,
-               std::shared_ptr<std::atomic<int>> active)
-      : stream_(std::move(stream)), schema_(std::move(schema)), active_(std::move(active)) {}
+               std::shared_ptr<std::atomic<int>> active, std::shared_ptr<ServeCounters> counters)
+      : stream_(std::move(stream)),
+        schema_(std::move(schema)),
+        active_(std::move(active)),
+        counters_(std::move(counters)) {}
   ~StreamReader() override {
     std::unique_ptr<BatchStream> stream;
     {
@@ -132,7 +142,20 @@ class StreamReader final : public arrow::RecordBatchReader {
     MutexLock lock(mutex_);
     in_call_ = false;
     last_call_end_ = Clock::now();
-    ARROW_ASSIGN_OR_RAISE(*batch, std::move(next));
+    if (!next.ok()) {
+      counters_->stream_errors.fetch_add(1, std::memory_order_relaxed);
+      return next.status();
+    }
+    *batch = std::move(*next);
+    if (*batch) {
+      counters_->batches_sent.fetch_add(1, std::memory_order_relaxed);
+      counters_->rows_sent.fetch_add((*batch)->num_rows(), std::memory_order_relaxed);
+      int64_t bytes = 0;
+      for (const auto& column : (*batch)->columns()) {
+        for (const auto& buffer : column->data()->buffers) bytes += buffer ? buffer->size() : 0;
+      }
+      counters_->bytes_sent.fetch_add(bytes, std::memory_order_relaxed);
+    }
     return arrow::Status::OK();
   }
 
@@ -147,6 +170,7 @@ class StreamReader final : public arrow::RecordBatchReader {
     released_ = true;
     idle_timeout_s_ = timeout_s;
     active_->fetch_sub(1);
+    counters_->streams_released_idle.fetch_add(1, std::memory_order_relaxed);
     return true;
   }
 
@@ -159,6 +183,7 @@ class StreamReader final : public arrow::RecordBatchReader {
   int64_t idle_timeout_s_ GUARDED_BY(mutex_) = 0;
   std::shared_ptr<arrow::Schema> schema_;
   std::shared_ptr<std::atomic<int>> active_;
+  std::shared_ptr<ServeCounters> counters_;
 };
 
 class StreamRegistry {
@@ -231,6 +256,22 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
   arrow::Status Shutdown() override { return FlightServerBase::Shutdown(); }
   const std::string& config_json() const override { return config_json_; }
 
+  ServeStats stats() const override {
+    const ServeCounters& c = *counters_;
+    ServeStats s;
+    s.streams_started = c.streams_started.load(std::memory_order_relaxed);
+    s.streams_active = active_->load(std::memory_order_relaxed);
+    s.streams_refused_busy = c.streams_refused_busy.load(std::memory_order_relaxed);
+    s.streams_released_idle = c.streams_released_idle.load(std::memory_order_relaxed);
+    s.bad_tickets = c.bad_tickets.load(std::memory_order_relaxed);
+    s.unauthenticated = c.unauthenticated.load(std::memory_order_relaxed);
+    s.stream_errors = c.stream_errors.load(std::memory_order_relaxed);
+    s.batches_sent = c.batches_sent.load(std::memory_order_relaxed);
+    s.rows_sent = c.rows_sent.load(std::memory_order_relaxed);
+    s.bytes_sent = c.bytes_sent.load(std::memory_order_relaxed);
+    return s;
+  }
+
   arrow::Status ListFlights(const flight::ServerCallContext& context, const flight::Criteria*,
                             std::unique_ptr<flight::FlightListing>* listings) override {
     ARROW_RETURN_NOT_OK(Authenticate(context));
@@ -286,6 +327,7 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
     ARROW_ASSIGN_OR_RAISE(auto spec, CheckedTicket(request.ticket));
     if (active_->fetch_add(1) >= options_.max_streams) {
       active_->fetch_sub(1);
+      counters_->streams_refused_busy.fetch_add(1, std::memory_order_relaxed);
       return flight::MakeFlightError(
           flight::FlightStatusCode::Unavailable,
           "server busy: it serves at most " + std::to_string(options_.max_streams) + " streams");
@@ -293,9 +335,12 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
     auto started = loader_->StartStream(spec);
     if (!started.ok()) {
       active_->fetch_sub(1);
+      counters_->bad_tickets.fetch_add(1, std::memory_order_relaxed);
       return started.status();
     }
-    auto reader = std::make_shared<StreamReader>(std::move(*started), loader_->schema(), active_);
+    counters_->streams_started.fetch_add(1, std::memory_order_relaxed);
+    auto reader =
+        std::make_shared<StreamReader>(std::move(*started), loader_->schema(), active_, counters_);
     streams_.Add(reader);
     *stream = std::make_unique<flight::RecordBatchStream>(reader);
     return arrow::Status::OK();
@@ -309,6 +354,7 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
     if (it != headers.end() && ConstantTimeEquals(it->second, "Bearer " + options_.token)) {
       return arrow::Status::OK();
     }
+    counters_->unauthenticated.fetch_add(1, std::memory_order_relaxed);
     return flight::MakeFlightError(
         flight::FlightStatusCode::Unauthenticated,
         it == headers.end() ? "this server needs a bearer token" : "wrong bearer token");
@@ -316,6 +362,9 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
 
   arrow::Result<Loader::StreamSpec> CheckedTicket(const std::string& ticket) const {
     auto parsed = DecodeTicket(ticket);
+    if (!parsed.ok() || parsed->config != config_digest_) {
+      counters_->bad_tickets.fetch_add(1, std::memory_order_relaxed);
+    }
     if (!parsed.ok()) {
       return arrow::Status::Invalid("bad ticket: ", parsed.status().message(),
                                     " (see docs/serve.md for the format)");
@@ -339,6 +388,7 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
   std::string config_digest_;
   std::string config_json_;
   std::shared_ptr<std::atomic<int>> active_ = std::make_shared<std::atomic<int>>(0);
+  std::shared_ptr<ServeCounters> counters_ = std::make_shared<ServeCounters>();
   StreamRegistry streams_{options_.stream_idle_timeout_s};
 };
 

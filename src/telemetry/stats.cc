@@ -1,6 +1,8 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #include "telemetry/stats.h"
 
+#include <algorithm>
+
 namespace stoker {
 
 namespace {
@@ -56,6 +58,31 @@ void Stats::AddDelivered(int64_t rows, uint64_t rows_hash) {
   batches_.fetch_add(1, std::memory_order_relaxed);
   MutexLock lock(digest_mutex_);
   delivered_.Add(rows_hash);
+  recent_[recent_next_] = {Clock::now(), rows};
+  recent_next_ = (recent_next_ + 1) % kRecentDeliveries;
+  recent_size_ = std::min(recent_size_ + 1, kRecentDeliveries);
+}
+
+double Stats::RecentRate() const {
+  // The rows of the deliveries after the oldest one within the last 10 s, over the time
+  // since that one.
+  const auto now = Clock::now();
+  const auto horizon = now - std::chrono::seconds(10);
+  Clock::time_point first;
+  int64_t rows = 0;
+  int counted = 0;
+  for (size_t k = 0; k < recent_size_; ++k) {
+    const auto& d =
+        recent_[(recent_next_ + kRecentDeliveries - recent_size_ + k) % kRecentDeliveries];
+    if (d.time < horizon) continue;
+    if (counted++ == 0) {
+      first = d.time;
+    } else {
+      rows += d.rows;
+    }
+  }
+  const double seconds = std::chrono::duration<double>(now - first).count();
+  return counted < 2 || seconds <= 0 ? 0.0 : static_cast<double>(rows) / seconds;
 }
 
 bool Stats::RestoreDigest(const std::string& hex) {
@@ -85,8 +112,10 @@ StatsSnapshot Stats::Snapshot() const {
   s.cache_evictions = cache_evictions_.load(std::memory_order_relaxed);
   s.cache_corrupt = cache_corrupt_.load(std::memory_order_relaxed);
   s.skipped_rows = skipped_rows_.load(std::memory_order_relaxed);
+  s.wait_per_batch = wait_per_batch_.Summary();
   MutexLock lock(digest_mutex_);
   s.delivered_digest = delivered_.Hex();
+  s.recent_rows_per_second = RecentRate();
   return s;
 }
 

@@ -1,6 +1,7 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -8,13 +9,15 @@
 #include <string>
 
 #include "stoker/stats.h"
+#include "telemetry/trace.h"
+#include "telemetry/wait_histogram.h"
 #include "util/digest.h"
 #include "util/thread_annotations.h"
 
 namespace stoker {
 
-/// Lock-free counters shared by the workers and the consumer, and the digest of the rows
-/// delivered (under its own lock).
+/// Lock-free counters shared by the workers and the consumer, and, under their own lock, the
+/// digest of the rows delivered and the last deliveries' times (for the recent rate).
 class Stats {
  public:
   using Clock = std::chrono::steady_clock;
@@ -33,6 +36,8 @@ class Stats {
   void AddTransform(Clock::duration elapsed);
   void SetPruned(int64_t row_groups) { pruned_.store(row_groups, std::memory_order_relaxed); }
   void AddWait(Clock::duration elapsed);
+  /// The whole wait for one delivered batch (its WaitReady slices and Next together).
+  void AddBatchWait(Clock::duration elapsed) { wait_per_batch_.Record(elapsed); }
   /// Planned rows a batch left out because their units were skipped (on_error="skip").
   void AddSkippedRows(int64_t rows) { skipped_rows_.fetch_add(rows, std::memory_order_relaxed); }
   /// Counts a delivered batch and folds its rows' hash into the running digest.
@@ -41,7 +46,19 @@ class Stats {
   bool RestoreDigest(const std::string& hex) EXCLUDES(digest_mutex_);
   StatsSnapshot Snapshot() const EXCLUDES(digest_mutex_);
 
+  /// Keeps the last `capacity` spans of work in a TraceRing; call before any work starts.
+  void EnableTrace(size_t capacity) { trace_ = std::make_unique<TraceRing>(capacity); }
+  /// The ring, or nullptr when tracing is off.
+  const TraceRing* trace() const { return trace_.get(); }
+  /// Records a span when tracing is on (a unit's: a = file, b = row group; a batch's: a).
+  void Trace(TraceStage stage, Clock::time_point start, Clock::time_point end, int64_t a,
+             int64_t b = -1) {
+    if (trace_ != nullptr) trace_->Record(stage, start, end, a, b);
+  }
+
  private:
+  double RecentRate() const REQUIRES(digest_mutex_);
+
   std::atomic<int64_t> rows_{0}, batches_{0}, units_read_{0}, bytes_read_{0};
   std::atomic<int64_t> read_ns_{0}, decode_ns_{0}, assemble_ns_{0}, wait_ns_{0}, transform_ns_{0};
   std::atomic<int64_t> pruned_{0}, skipped_rows_{0};
@@ -49,8 +66,19 @@ class Stats {
   std::atomic<int64_t> cache_hits_{0}, cache_misses_{0}, cache_bytes_read_{0},
       cache_bytes_written_{0}, cache_evictions_{0}, cache_corrupt_{0};
   std::shared_ptr<std::atomic<int64_t>> retries_ = std::make_shared<std::atomic<int64_t>>(0);
+  WaitHistogram wait_per_batch_;
+  std::unique_ptr<TraceRing> trace_;
   mutable Mutex digest_mutex_;
   Digest delivered_ GUARDED_BY(digest_mutex_);
+  // The last deliveries (time, rows), oldest first once full, for the recent rate.
+  struct Delivery {
+    Clock::time_point time;
+    int64_t rows = 0;
+  };
+  static constexpr size_t kRecentDeliveries = 256;
+  std::array<Delivery, kRecentDeliveries> recent_ GUARDED_BY(digest_mutex_){};
+  size_t recent_next_ GUARDED_BY(digest_mutex_) = 0;
+  size_t recent_size_ GUARDED_BY(digest_mutex_) = 0;
 };
 
 }  // namespace stoker

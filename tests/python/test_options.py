@@ -28,8 +28,8 @@ def test_python_defaults_are_the_cpp_structs_defaults() -> None:
     given = [name for name in defaults.fields if name in signature.parameters
              and signature.parameters[name].default not in (None, inspect.Parameter.empty)]
     # shuffle, seed, rank, world_size, drop_last, mode, pad_to_equal_steps, with_row_origin,
-    # cache_limit_bytes, cache_policy, on_error
-    assert len(given) == 11
+    # cache_limit_bytes, cache_policy, on_error, trace_events
+    assert len(given) == 12
     for name in given:
         assert signature.parameters[name].default == getattr(defaults, name), name
     assert defaults.shuffle is True and defaults.cache_policy == "lru"

@@ -1,0 +1,61 @@
+"""The timeline (`trace=`): Chrome trace JSON of every unit's fetch, decode, transform and
+staging and every batch's assembly and wait, per named thread, bounded by trace_events."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import stoker
+
+KW = {"columns": ["row_id", "label", "I1", "C1"], "batch_size": 1000, "seed": 6,
+      "shuffle_window": 4000, "num_threads": 2}
+
+
+def spans(path: Path) -> tuple[list[dict], dict[int, str]]:
+    events = json.loads(path.read_text())["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in events if e["ph"] == "M"}
+    return [e for e in events if e["ph"] == "X"], names
+
+
+def test_an_epoch_timeline(criteo: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "trace.json"
+    loader = stoker.Loader(criteo, trace=trace, transforms=[{"op": "log1p", "column": "I1"}],
+                           **KW)
+    batches = list(loader)  # written when the epoch ends
+    events, threads = spans(trace)
+    by_stage: dict[str, list[dict]] = {}
+    for event in events:
+        by_stage.setdefault(event["name"], []).append(event)
+        assert event["dur"] >= 0 and event["ts"] >= 0
+        assert event["tid"] in threads
+    units = loader.stats()["units_read"]
+    for stage in ("fetch", "decode", "transform", "stage"):
+        assert len(by_stage[stage]) == units, stage
+    assert sorted(e["args"]["batch"] for e in by_stage["assemble"]) == list(range(len(batches)))
+    assert {e["args"]["batch"] for e in by_stage["wait"]} <= set(range(len(batches)))
+    assert any(name.startswith("stoker-worker") for name in threads.values())
+    # A unit's decode starts after its fetch began.
+    fetch = {(e["args"]["file"], e["args"]["row_group"]): e["ts"] for e in by_stage["fetch"]}
+    for e in by_stage["decode"]:
+        assert e["ts"] >= fetch[(e["args"]["file"], e["args"]["row_group"])]
+
+
+def test_the_ring_keeps_the_last_spans(criteo: Path, tmp_path: Path) -> None:
+    loader = stoker.Loader(criteo, trace_events=30, **KW)
+    n = len(list(loader))
+    loader.write_trace(tmp_path / "t.json")
+    events, _ = spans(tmp_path / "t.json")
+    assert len(events) == 30
+    assembled = [e["args"]["batch"] for e in events if e["name"] == "assemble"]
+    assert assembled and max(assembled) == n - 1  # the newest spans are the ones kept
+
+
+def test_no_trace_unless_asked(criteo: Path, tmp_path: Path) -> None:
+    loader = stoker.Loader(criteo, **KW)
+    list(loader)
+    with pytest.raises(ValueError, match="keeps no trace"):
+        loader.write_trace(tmp_path / "t.json")
+    with pytest.raises(ValueError, match="trace_events"):
+        stoker.Loader(criteo, trace_events=-1, **KW)
