@@ -21,6 +21,8 @@
 #define XXH_INLINE_ALL
 #include <arrow/vendored/xxhash/xxhash.h>
 
+#include <optional>
+
 namespace stoker {
 
 namespace fs = std::filesystem;
@@ -123,6 +125,12 @@ std::shared_ptr<DiskCache> DiskCache::Open(const std::string& dir, int64_t limit
   } else if (::access(dir.c_str(), W_OK) != 0) {
     cache->DisableWrites("'" + dir + "' is not writable: " + std::strerror(errno));
   }
+  if (cache->writes_enabled_ && limit_bytes > 0) {
+    cache->ledger_ = std::make_unique<CacheLedger>(dir);
+    if (!cache->ledger_->valid()) {
+      cache->DisableWrites("cannot open '" + dir + "/ledger': " + std::strerror(errno));
+    }
+  }
   cache->Rescan();
   return cache;
 }
@@ -189,11 +197,17 @@ std::shared_ptr<arrow::RecordBatch> DiskCache::Get(const std::string& key) {
     if (read.ok()) batch = *read;
   }
   if (batch == nullptr) {
+    stats_->AddCacheMiss();
+    // Another process evicted the entry, or replaced it with its own copy, since the stat
+    // above: a plain miss, and the new copy must not be removed.
+    struct ::stat now;
+    if (::stat(path.c_str(), &now) != 0 || now.st_ino != info.st_ino || now.st_dev != info.st_dev) {
+      return nullptr;
+    }
     // Damaged (a crash mid-write by a non-atomic writer, disk corruption): never delivered.
     std::error_code error;
     fs::remove(path, error);
     stats_->AddCacheCorrupt();
-    stats_->AddCacheMiss();
     MutexLock lock(mutex_);
     auto it = entries_.find(path);
     if (it != entries_.end()) {
@@ -226,10 +240,11 @@ void DiskCache::EvictFor(int64_t incoming) {
   for (const auto& [last_use, path] : order) {
     if (total_bytes_ + incoming <= limit_) break;
     std::error_code error;
-    fs::remove(path, error);
+    // Gone either way; counted only by the process that removed it. A process that has the
+    // entry mapped keeps reading it: the file lives until its last mapping goes.
+    if (fs::remove(path, error)) stats_->AddCacheEviction();
     total_bytes_ -= entries_[path].bytes;
     entries_.erase(path);
-    stats_->AddCacheEviction();
   }
 }
 
@@ -241,10 +256,30 @@ void DiskCache::Put(const std::string& key, const arrow::RecordBatch& batch) {
   auto serialized = Serialize(batch);
   if (!serialized.ok()) return;  // not storable (a type IPC cannot write): simply not cached
   const arrow::Buffer& payload = **serialized;
+  const int64_t bytes = kHeaderBytes + payload.size();
+  if (limit_ > 0 && bytes > limit_) return;
+  // Written outside the locks: only the rename into place is ordered with other writers.
+  auto temp = WriteTemp(key, payload);
 
   MutexLock lock(mutex_);
-  if (!writes_enabled_ || !MakeRoom(kHeaderBytes + payload.size())) return;
-  WriteEntry(key, payload);
+  if (!temp.ok()) return DisableWrites(temp.status().message());
+  std::optional<CacheLedger::Lock> shared;  // other processes' writes and evictions wait
+  if (ledger_ != nullptr) {
+    shared.emplace(*ledger_);
+    const auto recorded = ledger_->Read();
+    if (recorded.has_value()) {
+      total_bytes_ = *recorded;
+    } else {
+      Rescan();
+    }
+  }
+  if (!writes_enabled_ || !MakeRoom(bytes)) {
+    std::error_code error;
+    fs::remove(*temp, error);
+    return;
+  }
+  Commit(*temp, key, bytes);
+  if (ledger_ != nullptr) ledger_->Write(total_bytes_);
 }
 
 bool DiskCache::MakeRoom(int64_t bytes) {
@@ -256,35 +291,45 @@ bool DiskCache::MakeRoom(int64_t bytes) {
   return true;
 }
 
-void DiskCache::WriteEntry(const std::string& key, const arrow::Buffer& payload) {
+arrow::Result<std::string> DiskCache::WriteTemp(const std::string& key,
+                                                const arrow::Buffer& payload) const {
   const Header header = MakeHeader(payload);
-  const int64_t bytes = kHeaderBytes + payload.size();
-  const std::string path = PathOf(key);
   const std::string temp = dir_ + "/tmp/" + key + "." + UniqueSuffix();
+  std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(&header), sizeof(header));
+  out.write(reinterpret_cast<const char*>(payload.data()), payload.size());
+  out.flush();
+  if (!out) {
+    const std::string why = std::strerror(errno);
+    out.close();
+    std::error_code error;
+    fs::remove(temp, error);
+    return arrow::Status::IOError("writing '", temp, "' failed (", why, ")");
+  }
+  return temp;
+}
+
+void DiskCache::Commit(const std::string& temp, const std::string& key, int64_t bytes) {
+  const std::string path = PathOf(key);
   std::error_code error;
   fs::create_directories(fs::path(path).parent_path(), error);
-  if (error)
+  if (error) {
+    fs::remove(temp, error);
     return DisableWrites("cannot create a directory for '" + path + "': " + error.message());
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(&header), sizeof(header));
-    out.write(reinterpret_cast<const char*>(payload.data()), payload.size());
-    out.flush();
-    if (!out) {
-      const std::string why = std::strerror(errno);
-      out.close();
-      fs::remove(temp, error);
-      return DisableWrites("writing '" + temp + "' failed (" + why + ")");
-    }
   }
-  // Visible only when complete; concurrent writers of the same key write the same bytes.
+  // Another process may have written the same key meanwhile (the same bytes): the rename
+  // replaces its copy, which is then counted once.
+  struct ::stat existing;
+  const int64_t replaced =
+      ::stat(path.c_str(), &existing) == 0 ? static_cast<int64_t>(existing.st_size) : 0;
+  // Visible only when complete.
   fs::rename(temp, path, error);
   if (error) {
     fs::remove(temp, error);
     return DisableWrites("cannot rename into '" + path + "': " + error.message());
   }
   auto& entry = entries_[path];
-  total_bytes_ += bytes - entry.bytes;
+  total_bytes_ += bytes - (ledger_ != nullptr ? replaced : entry.bytes);
   entry.bytes = bytes;
   entry.last_use = ++clock_;
   stats_->AddCacheWrite(bytes);

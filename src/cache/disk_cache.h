@@ -10,6 +10,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "cache/cache_ledger.h"
 #include "stoker/options.h"
 #include "telemetry/stats.h"
 #include "util/thread_annotations.h"
@@ -24,8 +25,11 @@ namespace stoker {
 /// an Arrow IPC file (64-byte-aligned buffers), read back by memory mapping with no copy.
 /// Entries are written under DIR/tmp/ and renamed into place when complete, so a reader sees
 /// a whole entry or none. A damaged entry (bad checksum, truncated) is counted, deleted and
-/// reported as a miss. Any write failure (full disk, read-only or vanished directory,
-/// permissions) turns writing off for this cache with one warning; reads go on.
+/// reported as a miss. With a limit, processes sharing the directory take the ledger's lock
+/// (cache_ledger.h) to evict and add entries, and keep its byte count, so together they stay
+/// under the limit; an entry evicted while another process has it mapped stays readable there. Any
+/// write failure (full disk, read-only or vanished directory, permissions) turns writing off for
+/// this cache with one warning; reads go on.
 class DiskCache {
  public:
   /// Bumped whenever the entry format or what keys cover changes: old entries then miss.
@@ -68,9 +72,11 @@ class DiskCache {
   void EvictFor(int64_t incoming) REQUIRES(mutex_);
   /// Whether an entry of `bytes` may be written, after evicting for it under kLru.
   bool MakeRoom(int64_t bytes) REQUIRES(mutex_);
-  /// Writes the entry under tmp/, renames it into place and records it; on failure turns
-  /// writes off.
-  void WriteEntry(const std::string& key, const arrow::Buffer& payload) REQUIRES(mutex_);
+  /// Writes the entry's bytes to a new file under tmp/; its path.
+  arrow::Result<std::string> WriteTemp(const std::string& key, const arrow::Buffer& payload) const;
+  /// Renames a written temp file into place as `key`'s entry and records it; on failure
+  /// turns writes off.
+  void Commit(const std::string& temp, const std::string& key, int64_t bytes) REQUIRES(mutex_);
 
   const std::string dir_;
   const int64_t limit_;
@@ -81,7 +87,11 @@ class DiskCache {
   bool writes_enabled_ GUARDED_BY(mutex_) = true;
   std::string warning_ GUARDED_BY(mutex_);
   std::unordered_map<std::string, Entry> entries_ GUARDED_BY(mutex_);  // by entry path
+  /// Bytes of the entries on disk: this process's estimate, or with a limit the ledger's
+  /// count, read at every write.
   int64_t total_bytes_ GUARDED_BY(mutex_) = 0;
+  /// With a limit: the lock and byte count the processes sharing the directory agree on.
+  std::unique_ptr<CacheLedger> ledger_;
   uint64_t clock_ GUARDED_BY(mutex_) = 0;
 };
 

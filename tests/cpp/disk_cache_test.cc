@@ -162,6 +162,45 @@ TEST_F(DiskCacheTest, FillKeepsWhatIsThereOnceFull) {
   EXPECT_TRUE(cache->TakeWarning().empty());  // full is not a failure
 }
 
+// Two caches on one directory stand for two processes sharing it (each has its own ledger
+// descriptor, and flock excludes descriptors, not processes): together they stay under the
+// limit, and each eviction is counted once, by the cache that removed the entry.
+TEST_F(DiskCacheTest, CachesSharingADirectoryStayUnderTheLimitTogether) {
+  const int64_t entry = EntryBytes();
+  const int64_t limit = 3 * entry + entry / 2;  // room for three entries
+  auto other_stats = std::make_shared<Stats>();
+  auto a = Open(limit);
+  auto b = DiskCache::Open(dir_.path().string(), limit, CachePolicy::kLru, other_stats);
+  for (int i = 1; i <= 10; ++i) {
+    (i % 2 == 1 ? a : b)->Put(Key(i), *Batch(i));
+    const auto [entries, bytes] = a->Usage();
+    EXPECT_LE(bytes, limit) << "after entry " << i << ": " << entries << " entries";
+  }
+  const int64_t evictions =
+      stats_->Snapshot().cache_evictions + other_stats->Snapshot().cache_evictions;
+  EXPECT_EQ(evictions, 10 - a->Usage().first);
+  // Whichever wrote them, the entries left read back whole in both.
+  for (int i = 8; i <= 10; ++i) {
+    for (const auto& cache : {a, b}) {
+      auto read = cache->Get(Key(i));
+      ASSERT_NE(read, nullptr) << "entry " << i;
+      EXPECT_TRUE(read->Equals(*Batch(i)));
+    }
+  }
+}
+
+// An entry another process evicts while this one has it mapped stays readable here.
+TEST_F(DiskCacheTest, AnEvictedEntryStaysReadableWhereItIsMapped) {
+  auto cache = Open(0);
+  cache->Put(Key(1), *Batch(1));
+  auto read = cache->Get(Key(1));
+  ASSERT_NE(read, nullptr);
+  for (const auto& path : Entries(dir_.path())) fs::remove(path);
+  EXPECT_TRUE(read->Equals(*Batch(1)));
+  EXPECT_EQ(cache->Get(Key(1)), nullptr);
+  EXPECT_EQ(stats_->Snapshot().cache_corrupt, 0);
+}
+
 TEST_F(DiskCacheTest, AnEntryOverTheLimitIsNotWritten) {
   auto cache = Open(EntryBytes() - 1);
   cache->Put(Key(1), *Batch(1));
