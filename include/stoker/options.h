@@ -174,7 +174,7 @@ struct LoaderOptions {
   /// memory_pool, or when it is null Arrow's jemalloc pool where the build has it (freed
   /// row groups are reused without page faults; several times faster to decode into than
   /// the wheel's default mimalloc pool here), else Arrow's default pool. An AddressSanitizer
-  /// build takes the system pool instead, so that ASan checks every buffer.
+  /// or ThreadSanitizer build takes the system pool instead, so that it sees every buffer.
   arrow::MemoryPool* ResolvedMemoryPool() const;
 };
 

@@ -164,8 +164,10 @@ int64_t LoaderOptions::ResolvedShuffleWindow() const {
 
 arrow::MemoryPool* LoaderOptions::ResolvedMemoryPool() const {
   if (memory_pool != nullptr) return memory_pool;
-  // jemalloc's blocks are invisible to AddressSanitizer: its build checks malloc's.
-  if constexpr (kAddressSanitizer) return arrow::system_memory_pool();
+  // jemalloc hands out and takes back blocks without malloc and free, the only allocation
+  // the sanitizers see: ASan would miss a use after free, TSan would take a block reused
+  // by another thread for a race with its previous user. Their builds use malloc's.
+  if constexpr (kAddressSanitizer || kThreadSanitizer) return arrow::system_memory_pool();
   arrow::MemoryPool* pool = nullptr;
   if (arrow::jemalloc_memory_pool(&pool).ok()) return pool;
   return arrow::default_memory_pool();

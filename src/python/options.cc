@@ -20,6 +20,7 @@
 
 #include "python/binding.h"
 #include "stoker/flight_service.h"
+#include "transform/row_filter.h"
 
 namespace stoker::python {
 
@@ -138,7 +139,7 @@ void SetSerializedFilter(LoaderOptions& o, std::optional<nb::bytes> serialized) 
     return;
   }
   auto buffer = arrow::Buffer::FromString(std::string(serialized->c_str(), serialized->size()));
-  o.filter = ValueOrThrow(arrow::compute::Deserialize(buffer));
+  o.filter = ValueOrThrow(RowFilter::Deserialize(buffer));
 }
 
 // seed is a uint64: a negative or too large int is a range error, not a type error.

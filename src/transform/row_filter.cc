@@ -10,9 +10,20 @@
 
 #include <algorithm>
 
+#include "stoker/error.h"
 #include "util/digest.h"
 
 namespace stoker {
+
+arrow::Result<arrow::compute::Expression> RowFilter::Deserialize(
+    std::shared_ptr<arrow::Buffer> serialized) {
+  // A corrupt string length in the buffer throws std::length_error out of Arrow (make fuzz).
+  auto expression = CatchAll([&] { return arrow::compute::Deserialize(std::move(serialized)); });
+  if (expression.ok()) return expression;
+  return arrow::Status::Invalid(
+      "filter is not an expression in Arrow's serialized form (arrow::compute::Serialize): ",
+      expression.status().message());
+}
 
 arrow::Result<std::vector<std::string>> RowFilter::ColumnsOf(
     const arrow::compute::Expression& expression) {

@@ -21,6 +21,12 @@ class RowFilter {
   static arrow::Result<std::shared_ptr<RowFilter>> Make(
       arrow::compute::Expression expression, const std::shared_ptr<arrow::Schema>& schema);
 
+  /// An expression in Arrow's serialized form (arrow::compute::Serialize; what
+  /// stoker.Loader(filter=...) hands the engine). Malformed bytes are an error naming the
+  /// filter option: Arrow's Deserialize trusts its input, and may throw on it.
+  static arrow::Result<arrow::compute::Expression> Deserialize(
+      std::shared_ptr<arrow::Buffer> serialized);
+
   /// Names of the columns the expression reads.
   static arrow::Result<std::vector<std::string>> ColumnsOf(
       const arrow::compute::Expression& expression);

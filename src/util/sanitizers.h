@@ -3,9 +3,11 @@
 
 #include <cstdint>
 
-// What the AddressSanitizer build (`make test-asan`, `make fuzz`) needs from the engine.
-// Pools that keep freed blocks for reuse (RecyclingPool, ChunkPool) hide a use after free
-// from ASan: the block is still allocated as far as malloc knows. So they mark a parked
+// What the sanitizer builds (`make test-asan`, `make test-tsan`, `make fuzz`) need from the
+// engine. Both sanitizers see memory only through malloc and free, so their builds allocate
+// with the system pool (LoaderOptions::ResolvedMemoryPool), never jemalloc or mimalloc.
+// Under ASan, pools that keep freed blocks for reuse (RecyclingPool, ChunkPool) would hide a
+// use after free: the block is still allocated as far as malloc knows. So they mark a parked
 // block unaddressable ("poison" it) and addressable again when they hand it out.
 #if defined(__has_feature)
 #if __has_feature(address_sanitizer)
@@ -14,6 +16,14 @@
 #endif
 #if defined(__SANITIZE_ADDRESS__) && !defined(STOKER_ADDRESS_SANITIZER)
 #define STOKER_ADDRESS_SANITIZER 1
+#endif
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define STOKER_THREAD_SANITIZER 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__) && !defined(STOKER_THREAD_SANITIZER)
+#define STOKER_THREAD_SANITIZER 1
 #endif
 
 #ifdef STOKER_ADDRESS_SANITIZER
@@ -27,6 +37,13 @@ namespace stoker {
 inline constexpr bool kAddressSanitizer = true;
 #else
 inline constexpr bool kAddressSanitizer = false;
+#endif
+
+/// True in a build with ThreadSanitizer.
+#ifdef STOKER_THREAD_SANITIZER
+inline constexpr bool kThreadSanitizer = true;
+#else
+inline constexpr bool kThreadSanitizer = false;
 #endif
 
 /// Marks [data, data + size) unaddressable: a block parked in a pool. No-op without ASan.

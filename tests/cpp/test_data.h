@@ -6,19 +6,23 @@
 #include <arrow/io/file.h>
 #include <gtest/gtest.h>
 #include <parquet/arrow/writer.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <string>
 
 namespace stoker::testing {
 
-/// A fresh directory under the system temp dir, removed at scope exit.
+/// A fresh directory under the system temp dir, removed at scope exit. Named after the test
+/// and the process, so builds run side by side (the plain and sanitizer ones, several
+/// checkouts) never remove each other's data.
 class TempDir {
  public:
   TempDir() {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
     path_ = std::filesystem::temp_directory_path() /
-            (std::string("stoker-") + info->test_suite_name() + "-" + info->name());
+            (std::string("stoker-") + info->test_suite_name() + "-" + info->name() + "-" +
+             std::to_string(getpid()));
     std::filesystem::remove_all(path_);
     std::filesystem::create_directories(path_);
   }

@@ -9,6 +9,7 @@
 
 #include "fuzz_support.h"
 #include "fuzz_targets.h"
+#include "transform/row_filter.h"
 
 namespace stoker::fuzz {
 
@@ -37,7 +38,7 @@ arrow::Result<int64_t> ExpectedRows(const arrow::compute::Expression& expression
 
 int FilterInput(const uint8_t* data, size_t size) {
   const std::string& source = FilterSource();
-  auto expression = arrow::compute::Deserialize(
+  auto expression = RowFilter::Deserialize(
       arrow::Buffer::FromString(std::string(reinterpret_cast<const char*>(data), size)));
   if (!expression.ok()) return 0;
   LoaderOptions options = SmallLoaderOptions(source);

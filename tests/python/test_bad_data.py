@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
@@ -227,7 +228,7 @@ def test_error_budget_options_are_checked(mixed: tuple[Path, Path], options: dic
 
 # Strings that are not valid UTF-8. Parquet decoders pass a string column's bytes through as
 # the file holds them (pyarrow's reader too), which would hand consumers Arrow arrays that fail
-# ValidateFull; Stoker checks every string of a decoded unit (src/exec/utf8_check.h).
+# ValidateFull; Stoker checks every value of a decoded unit (src/exec/value_check.h).
 BAD_UTF8 = b"caf\xc3"  # a two-byte sequence cut short
 
 
@@ -297,3 +298,13 @@ def test_valid_strings_of_every_kind_pass(tmp_path: Path) -> None:
         write_with_bad_strings(path, kind, bad_row=None)
         _, batches = read(path, shuffle=False)
         assert pa.Table.from_batches(batches).to_pylist() == pq.read_table(path).to_pylist()
+
+
+def test_a_decimal_beyond_its_precision_names_its_column(tmp_path: Path) -> None:
+    # 123456.78 has 8 digits; decimal128(5, 2) allows 5. Written without the check a cast makes.
+    values = pa.array([Decimal("1.25")] * 99 + [Decimal("123456.78")], pa.decimal128(38, 2))
+    table = pa.table({"id": np.arange(100), "price": values.view(pa.decimal128(5, 2))})
+    pq.write_table(table, tmp_path / "prices.parquet")
+    with pytest.raises(ValueError, match=r"prices\.parquet' \(row group 0\): column 'price' holds a "
+                                         r"value that its type decimal128\(5, 2\) does not allow"):
+        read(tmp_path / "prices.parquet")
