@@ -91,6 +91,10 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--stream-idle-timeout", type=_int_at_least(0), default=300,
                        help="seconds a client may ask for no batch before its stream is "
                             "released (its memory and threads freed; 0: never)")
+    serve.add_argument("--trace", metavar="PATH",
+                       help="keep a timeline of the engine's work for every stream and write "
+                            "it to PATH as Chrome trace JSON (every 5 s while serving and at "
+                            "exit)")
     serve.add_argument("--metrics-port", type=_int_at_least(0),
                        help="serve Prometheus metrics on this port (0: a free one; needs "
                             "stoker[metrics])")
@@ -103,7 +107,7 @@ def _run_serve(args: argparse.Namespace) -> int:
         args.source, host=args.host, port=args.port, token_file=args.token_file,
         tls_cert=args.tls_cert, tls_key=args.tls_key, max_streams=args.max_streams,
         chunk_batches=args.chunk_batches, stream_idle_timeout_s=args.stream_idle_timeout,
-        transforms_file=args.transforms, metrics_port=args.metrics_port,
+        transforms_file=args.transforms, metrics_port=args.metrics_port, trace=args.trace,
         loader_options=_loader_options(args))
 
 

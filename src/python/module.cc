@@ -49,4 +49,5 @@ NB_MODULE(_core, m) {
   py::BindServe(m);
   py::BindTransformOps(m);
   py::BindFaultProbe(m);
+  py::BindTrace(m);
 }
