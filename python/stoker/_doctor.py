@@ -201,9 +201,10 @@ def _run_queue_report(threads: list[dict[str, Any]]) -> dict[str, Any]:
     by_name: dict[str, dict[str, float]] = {}
     for thread in threads:
         group = by_name.setdefault(thread["name"], {"threads": 0, "seconds": 0.0,
-                                                    "wait_seconds": 0.0})
+                                                    "run_seconds": 0.0, "wait_seconds": 0.0})
         group["threads"] += 1
         group["seconds"] += thread["seconds"]
+        group["run_seconds"] += thread["run_seconds"]
         group["wait_seconds"] += thread["wait_seconds"]
     for group in by_name.values():
         group["wait_share"] = group["wait_seconds"] / group["seconds"]
@@ -316,6 +317,9 @@ def format_text(report: dict[str, Any]) -> str:
         add("", f"{maps['count']:,} mmap+munmap: p50 {maps['p50_us']:.1f} µs, p99 "
                 f"{maps['p99_us']:.1f} µs, max {maps['max_us'] / 1e3:.2f} ms, "
                 f"{maps['over_1ms']} over 1 ms ({maps['over_1ms_blocked']} slept)")
+        own = queue["by_name"].get(_thread_pools.STOKER_PROBE)
+        if own:
+            add("", f"the probe itself ran {own['run_seconds'] / own['seconds']:.1%} of a CPU")
     storage = report["storage"]
     add("storage", f"{storage['scheme']}: {format_bytes(storage['bytes_fetched'])} in "
                    f"{storage['requests']:,} requests, {storage['mb_per_s']:.1f} MB/s")
