@@ -3,7 +3,7 @@
 #   make demo   set up, build, generate a demo dataset, benchmark it
 #   make test   set up, build, run the C++ (ctest) and Python (pytest) tests
 #   make test-asan / test-tsan / fuzz   the sanitizer builds and the fuzz targets
-#               (docs/reliability-sanitizers.md)
+#               (docs/reliability.md)
 
 PYTHON   ?= python3
 VENV     := .venv
@@ -75,7 +75,7 @@ lint-threads: $(DEPS)
 	  -DCMAKE_CXX_FLAGS="-Wthread-safety -Werror=thread-safety"
 	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(CLANG_TSA_DIR) -j $(JOBS)
 
-# Sanitizer builds (docs/reliability-sanitizers.md), by Debian's clang, each in a build folder
+# Sanitizer builds (docs/reliability.md), by Debian's clang, each in a build folder
 # of its own: build/cpp and the extension in .venv stay as `make build` made them. Every
 # finding in Stoker's code is fixed; tests/sanitizers/*.supp hold only findings in the
 # libraries of the pyarrow wheel, each with its reason.
