@@ -48,4 +48,5 @@ NB_MODULE(_core, m) {
   py::BindLoader(m);
   py::BindServe(m);
   py::BindTransformOps(m);
+  py::BindIndex(m);
 }
