@@ -48,5 +48,7 @@ NB_MODULE(_core, m) {
   py::BindLoader(m);
   py::BindServe(m);
   py::BindTransformOps(m);
+  py::BindFaultProbe(m);
+  py::BindTrace(m);
   py::BindIndex(m);
 }
