@@ -46,7 +46,7 @@ def measure(source: str, *, loader_options: dict[str, Any],
         raise ValueError(f"step_mode must be one of {', '.join(STEP_MODES)}, got {step_mode!r}")
     loader = stoker.Loader(source, transforms=transforms, **loader_options)
     sampler = _procfs.RunQueueSampler()
-    before = _HostCounters.read()
+    before = _HostCounters()
     fault_probe = _core.FaultProbe() if probe else None
     epoch = iter(loader)
     try:
@@ -56,7 +56,7 @@ def measure(source: str, *, loader_options: dict[str, Any],
                         max_batches=batches, max_seconds=seconds,
                         on_batch=lambda _batches, _rows: sampler.sample())
         sampler.sample(force=True)
-        after = _HostCounters.read()
+        after = _HostCounters()
         stats = loader.stats()
     finally:
         epoch.close()
@@ -85,17 +85,13 @@ def _step(step_ms: float, mode: str) -> Callable[[int], None] | None:
 
 
 class _HostCounters:
-    """The cumulative counters read before and after the run."""
+    """The cumulative counters, read when made: before and after the run."""
 
     def __init__(self) -> None:
         self.at = time.perf_counter()
         self.faults = _procfs.page_faults()
         self.pressure = _procfs.pressure()
         self.swap = _procfs.swap_pages()
-
-    @classmethod
-    def read(cls) -> _HostCounters:
-        return cls()
 
 
 def _report(source: str, options: dict[str, Any], loader: Any, stats: dict[str, Any], figures: dict[str, Any],
@@ -201,9 +197,10 @@ def _run_queue_report(threads: list[dict[str, Any]]) -> dict[str, Any]:
     by_name: dict[str, dict[str, float]] = {}
     for thread in threads:
         group = by_name.setdefault(thread["name"], {"threads": 0, "seconds": 0.0,
-                                                    "wait_seconds": 0.0})
+                                                    "run_seconds": 0.0, "wait_seconds": 0.0})
         group["threads"] += 1
         group["seconds"] += thread["seconds"]
+        group["run_seconds"] += thread["run_seconds"]
         group["wait_seconds"] += thread["wait_seconds"]
     for group in by_name.values():
         group["wait_share"] = group["wait_seconds"] / group["seconds"]
@@ -316,6 +313,9 @@ def format_text(report: dict[str, Any]) -> str:
         add("", f"{maps['count']:,} mmap+munmap: p50 {maps['p50_us']:.1f} µs, p99 "
                 f"{maps['p99_us']:.1f} µs, max {maps['max_us'] / 1e3:.2f} ms, "
                 f"{maps['over_1ms']} over 1 ms ({maps['over_1ms_blocked']} slept)")
+        own = queue["by_name"].get(_thread_pools.STOKER_PROBE)
+        if own:
+            add("", f"the probe itself ran {own['run_seconds'] / own['seconds']:.1%} of a CPU")
     storage = report["storage"]
     add("storage", f"{storage['scheme']}: {format_bytes(storage['bytes_fetched'])} in "
                    f"{storage['requests']:,} requests, {storage['mb_per_s']:.1f} MB/s")
