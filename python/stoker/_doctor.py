@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stoker import _cpu, _diagnosis, _procfs, _thread_pools
-from stoker._console import format_bytes, format_count
+from stoker._console import format_bytes, format_count, format_ms
 from stoker._meter import drain
 
 __all__ = ["DEFAULT_SECONDS", "SCHEMA_VERSION", "STEP_MODES", "format_text", "measure"]
@@ -269,8 +269,9 @@ def format_text(report: dict[str, Any]) -> str:
                     f"{step['needed_batches_per_s']:.1f} batches/s")
     if consumer["wait_share"] is not None:
         add("consumer", f"waited {consumer['wait_share']:.0%} of the time; per batch p50 "
-                        f"{consumer['wait_p50_ms']:.2f} ms, p99 {consumer['wait_p99_ms']:.2f} "
-                        f"ms, max {consumer['wait_max_ms']:.1f} ms")
+                        f"{format_ms(consumer['wait_p50_ms'])}, p99 "
+                        f"{format_ms(consumer['wait_p99_ms'])}, max "
+                        f"{format_ms(consumer['wait_max_ms'])}")
     stages = report["stages"]
     add("stages", "  ".join(
         f"{stage} {stages['thread_seconds'][stage]:.2f} s"

@@ -211,6 +211,7 @@ void BindStorageOptions(nb::module_& m) {
       .Field("connect_timeout", &StorageOptions::connect_timeout)
       .Field("request_timeout", &StorageOptions::request_timeout)
       .Field("io_threads", &StorageOptions::io_threads)
+      .Field("metadata_threads", &StorageOptions::metadata_threads)
       .Finish();
 }
 
@@ -260,6 +261,12 @@ void BindLoaderOptions(nb::module_& m) {
       .Field("max_bad_fraction", &LoaderOptions::max_bad_fraction)
       .Field("trace_events", &LoaderOptions::trace_events)
       .Field("storage", &LoaderOptions::storage)
+      .Property(
+          "index", [](const LoaderOptions& o) { return std::string(IndexPolicyName(o.index)); },
+          // None: the default, "use".
+          [](LoaderOptions& o, const std::optional<std::string>& name) {
+            o.index = name.has_value() ? ValueOrThrow(ParseIndexPolicy(*name)) : IndexPolicy::kUse;
+          })
       .Field("transforms", &LoaderOptions::transforms)
       .Property("filter", &SerializedFilter, &SetSerializedFilter)
       .Finish()
