@@ -121,6 +121,7 @@ def test_descriptors_and_actions_cannot_reach_other_files(criteo: Path, servers,
     assert_serves_correctly(server, criteo)
 
 
+@pytest.mark.not_under_asan  # bounds the server's resident memory
 def test_thousands_of_concurrent_dogets(criteo: Path, servers) -> None:
     server = servers("--max-streams", "4")
     ticket = good_ticket(config_of(server))
@@ -175,6 +176,7 @@ def large(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.not_under_asan  # bounds the server's resident memory
 def test_clients_that_stop_reading_hold_bounded_memory(large: Path) -> None:
     server = Server(large, "--max-streams", "16")
     try:
