@@ -123,7 +123,9 @@ struct LoaderOptions {
   /// kRowInFileColumn (int64), so output can be joined back to its input. Not with a filter
   /// (a filtered unit no longer knows its rows' places in the file).
   bool with_row_origin = false;
-  /// Worker threads that read, decode and assemble. 0 means the machine's cores.
+  /// Worker threads that read, decode and assemble. 0 means this rank's share of the CPUs
+  /// the process may use: CpuBudget::threads (affinity and cgroup quota over the ranks on
+  /// the node, stoker/cpu_budget.h).
   int num_threads = 0;
   /// Finished batches kept ready ahead of the consumer (>= 1). 0 means
   /// kDefaultPrefetchPerThread * num_threads.

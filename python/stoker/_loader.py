@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stoker import _core, _cpu, _cursor, _options, _state
+from stoker import _core, _cursor, _frameworks, _options, _state
 
 # Batches the batch_transform thread keeps ready when prefetch is None.
 _TRANSFORMED_AHEAD = 2
@@ -199,10 +199,13 @@ class Loader(_cursor.EpochLoader):
         with_row_origin: add ``_file_index`` (int32, an index into ``loader.files``) and
             ``_row_in_file`` (int64) to every batch, to join output back to its input. Not
             with a ``filter``.
-        num_threads: worker threads; None uses every core.
+        num_threads: worker threads; None: this rank's share of the CPUs the process may use
+            (affinity mask and cgroup quota, divided by the ranks on this node as
+            ``LOCAL_WORLD_SIZE``, Horovod, MPI or Slurm say; ``stats()["cpu_budget"]``).
         prefetch: finished batches kept ready ahead of the consumer; None: 2 per thread.
-        output: "numpy" (dict of np.ndarray), "torch" (dict of torch.Tensor) or "arrow"
-            (pyarrow.RecordBatch).
+        output: "numpy" (dict of np.ndarray), "torch" (dict of torch.Tensor), "jax" (dict
+            of jax.Array), "tensorflow" (dict of tf.Tensor) — each over the engine's buffers,
+            no copy but for bool columns — or "arrow" (pyarrow.RecordBatch).
         transforms: feature transforms run per row group in the C++ workers: a list of
             dicts such as ``{"op": "log1p", "column": "I1"}`` (docs/transforms.md).
         filter: a ``pyarrow.compute`` expression; only rows for which it is true are
@@ -276,6 +279,7 @@ class Loader(_cursor.EpochLoader):
         self._output, self._batch_transform = output, batch_transform
         self._transformed_ahead = prefetch or _TRANSFORMED_AHEAD
         self._schema = pa.schema(_CapsuleSchema(self._core.schema_capsule()))
+        _frameworks.check_schema(output, self._schema)
         self._files = tuple(self._core.dataset()["files"])
         self._max_bad = (options.max_bad_units, options.max_bad_fraction)
         self._trace = None if trace is None else os.fspath(trace)
@@ -286,6 +290,11 @@ class Loader(_cursor.EpochLoader):
     def schema(self) -> pa.Schema:
         """The columns of every batch, as Arrow types."""
         return self._schema
+
+    @property
+    def output(self) -> str:
+        """What each batch is: "numpy", "torch", "jax", "tensorflow" or "arrow"."""
+        return self._output
 
     @property
     def files(self) -> list[str]:
@@ -328,7 +337,6 @@ class Loader(_cursor.EpochLoader):
         stats = self._core.stats()
         lookups = stats["cache_hits"] + stats["cache_misses"]
         stats["cache_hit_rate"] = stats["cache_hits"] / lookups if lookups else None
-        stats["cpu_budget"] = _cpu.cpu_budget()
         return stats
 
     def quarantine_report(self, path: str | os.PathLike | None = None) -> dict[str, Any]:
@@ -359,13 +367,8 @@ class Loader(_cursor.EpochLoader):
 
 
 def _check_python_options(output: str, batch_transform: Any) -> None:
-    """The options the engine never sees: torch must be importable for output="torch"; a
+    """The options the engine never sees: the framework of `output` must be importable; a
     batch_transform must be callable."""
-    _core.check_output(output)
-    if output == "torch":
-        try:
-            import torch  # noqa: F401
-        except ImportError as e:
-            raise ImportError('output="torch" needs PyTorch: pip install torch') from e
+    _frameworks.check_output(output)
     if batch_transform is not None and not callable(batch_transform):
         raise TypeError(f"batch_transform must be callable, got {batch_transform!r}")

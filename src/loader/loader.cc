@@ -177,6 +177,18 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
   return source;
 }
 
+// Arrow's global CPU pool (pyarrow.compute, dataset scans in the same process) starts with a
+// thread per core in every rank; it is cut to this rank's share so eight ranks on a node do
+// not each own a pool of all its cores. Only cut, never grown: a smaller size the user chose
+// (pyarrow.set_cpu_count, OMP_NUM_THREADS) stands. Arrow's I/O pool is left as it is: its
+// threads wait on storage rather than compete for CPUs, and the loader's own range reads
+// run on an executor of StorageOptions::io_threads.
+void ShrinkArrowCpuPool(const CpuBudget& budget) {
+  if (arrow::GetCpuThreadPoolCapacity() > budget.threads) {
+    ARROW_UNUSED(arrow::SetCpuThreadPoolCapacity(budget.threads));
+  }
+}
+
 }  // namespace
 
 Loader::Loader(LoaderOptions options, std::shared_ptr<const UnitSource> source,
@@ -193,8 +205,13 @@ arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
   ARROW_RETURN_NOT_OK(EnsureComputeInitialized());
   auto stats = std::make_shared<Stats>();
   if (options.trace_events > 0) stats->EnableTrace(static_cast<size_t>(options.trace_events));
+  const CpuBudget budget = ReadCpuBudget();
+  if (options.num_threads == 0) options.num_threads = budget.threads;
+  ShrinkArrowCpuPool(budget);
   ARROW_ASSIGN_OR_RAISE(auto source, MakeUnitSource(options, stats));
-  return std::shared_ptr<Loader>(new Loader(std::move(options), std::move(source), stats));
+  auto loader = std::shared_ptr<Loader>(new Loader(std::move(options), std::move(source), stats));
+  loader->cpu_budget_ = budget;
+  return loader;
 }
 
 const Manifest& Loader::manifest() const { return *source_->manifest; }
