@@ -63,8 +63,9 @@ nb::object BatchCapsules(const arrow::RecordBatch& batch);
 
 /// A batch as a dict of numpy arrays, torch tensors, jax.Arrays or TensorFlow tensors that own
 /// the batch's buffers (no copy but for bool columns): fixed-size lists become extra
-/// dimensions; each column in `ragged` becomes its values and "<name>_offsets". Nulls and non-numeric columns are errors naming
-/// the column. The one Arrow-to-tensor path: local epochs, RemoteLoader and `to_tensors`.
+/// dimensions; each column in `ragged` becomes its values and "<name>_offsets". Nulls and
+/// non-numeric columns are errors naming the column. The one Arrow-to-tensor path: local
+/// epochs, RemoteLoader and `to_tensors`.
 nb::dict ToTensors(const arrow::RecordBatch& batch, Output output,
                    const std::vector<std::string>& ragged);
 
