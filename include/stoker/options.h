@@ -162,6 +162,11 @@ struct LoaderOptions {
   /// Where decoded row groups and output batches are allocated (the allocator hook: a GPU
   /// build can pass a pinned-memory pool). nullptr means ResolvedMemoryPool()'s choice.
   arrow::MemoryPool* memory_pool = nullptr;
+  /// Output batches in page-locked host memory from the CUDA runtime (loaded at run time),
+  /// so copying them to a GPU is one DMA that can overlap compute. Row groups are still
+  /// decoded into ordinary memory; memory_pool, when set, takes precedence. Make fails with
+  /// NotImplemented when no CUDA runtime can be loaded.
+  bool pinned_output = false;
 
   /// Checks ranges, required fields and the storage options: the one place they are checked
   /// (the Python binding only converts types). The message names the option.

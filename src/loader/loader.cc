@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "assemble/column_types.h"
+#include "assemble/pinned_pool.h"
 #include "assemble/recycling_pool.h"
 #include "exec/epoch_pipeline.h"
 #include "exec/unit_reader.h"
@@ -151,10 +152,15 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
   auto source = std::make_shared<UnitSource>();
   source->output = options.output;
   source->pool = options.ResolvedMemoryPool();
-  // A pool the user chose (pinned memory) gets the batches; otherwise freed batch buffers
-  // are recycled, so batch after batch the same pages are reused instead of faulted in.
-  source->output_pool =
-      options.memory_pool != nullptr ? options.memory_pool : RecyclingPool::Default(source->pool);
+  // A pool the user chose gets the batches, or pinned memory for a GPU; otherwise freed batch
+  // buffers are recycled, so batch after batch the same pages are reused, not faulted in.
+  if (options.memory_pool != nullptr) {
+    source->output_pool = options.memory_pool;
+  } else if (options.pinned_output) {
+    ARROW_ASSIGN_OR_RAISE(source->output_pool, PinnedMemoryPool::Default());
+  } else {
+    source->output_pool = RecyclingPool::Default(source->pool);
+  }
   ARROW_ASSIGN_OR_RAISE(source->io_executor,
                         arrow::internal::ThreadPool::Make(options.storage.ResolvedIoThreads()));
   ARROW_ASSIGN_OR_RAISE(const auto read, ColumnsToRead(options, source.get()));
