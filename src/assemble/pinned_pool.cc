@@ -45,9 +45,21 @@ struct PinnedMemoryPool::Runtime {
             reinterpret_cast<decltype(runtime->free_host)>(dlsym(handle, "cudaFreeHost"));
         runtime->error_string =
             reinterpret_cast<decltype(runtime->error_string)>(dlsym(handle, "cudaGetErrorString"));
-        if (runtime->host_alloc && runtime->free_host && runtime->error_string) return runtime;
-        delete runtime;
-        return arrow::Status::IOError(name, " has no cudaHostAlloc/cudaFreeHost");
+        if (!runtime->host_alloc || !runtime->free_host || !runtime->error_string) {
+          delete runtime;
+          return arrow::Status::IOError(name, " has no cudaHostAlloc/cudaFreeHost");
+        }
+        // A runtime without a usable device (a CUDA install on a CPU machine) loads, then
+        // fails every allocation: find out now, at Make, rather than at the first batch.
+        void* probe = nullptr;
+        if (const int error = runtime->host_alloc(&probe, 64, kHostAllocPortable); error != 0) {
+          const std::string why = runtime->error_string(error);
+          delete runtime;
+          return arrow::Status::NotImplemented("pinned memory: ", name,
+                                               " loaded, but cudaHostAlloc failed: ", why);
+        }
+        runtime->free_host(probe);
+        return runtime;
       }
       return arrow::Status::NotImplemented(
           "pinned memory needs the CUDA runtime, and none could be loaded (tried ", tried,

@@ -42,6 +42,7 @@ def _engine_loader(source: Path, pinned: bool) -> object:
 
 @pytest.mark.skipif(CUDA, reason="checks the error of a machine without a CUDA runtime")
 def test_pinned_output_without_a_cuda_runtime_names_it(embeddings: Path) -> None:
+    # No runtime at all, or one without a device (a CUDA install on a CPU machine, as here).
     with pytest.raises(NotImplementedError, match="libcudart"):
         _engine_loader(embeddings, pinned=True)
 
