@@ -7,8 +7,9 @@
 namespace stoker {
 
 /// The CPUs one rank of a job may keep busy: what the process may run on, shared by the
-/// ranks on its node. Sizes the worker pool when LoaderOptions::num_threads is 0, so eight
-/// ranks on a 32-core node start 4 workers each rather than 32 (the "thread storm").
+/// ranks on its node unless each has CPUs of its own. Sizes the worker pool when
+/// LoaderOptions::num_threads is 0, so eight ranks on a 32-core node start 4 workers each rather
+/// than 32 (the "thread storm").
 struct CpuBudget {
   /// CPUs in the process's affinity mask (sched_getaffinity: taskset, cpusets).
   int affinity = 1;
@@ -21,7 +22,11 @@ struct CpuBudget {
   int ranks_per_node = 1;
   /// The variable ranks_per_node came from ("" when none was set).
   std::string ranks_from;
-  /// cpus / ranks_per_node, at least 1: this rank's default worker threads.
+  /// The affinity mask is narrower than the host's online CPUs: the launcher gave this rank
+  /// CPUs of its own (numactl, taskset, Slurm's --cpu-bind), so they are not shared again.
+  bool own_cpus = false;
+  /// This rank's default worker threads, at least 1: cpus when own_cpus, else
+  /// cpus / ranks_per_node.
   int threads = 1;
 };
 

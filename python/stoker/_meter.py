@@ -25,7 +25,10 @@ def drain(
     started: float,
     sizer: Sizer | None = None,
     step_rows_per_s: float | None = None,
+    step: Callable[[int], None] | None = None,
     max_rows: int | None = None,
+    max_batches: int | None = None,
+    max_seconds: float | None = None,
     on_batch: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
     """Consumes `batches` and returns what it took (see `_Tally.figures`).
@@ -35,11 +38,17 @@ def drain(
     (default: `rows_and_bytes`) and may raise to reject a batch. With `step_rows_per_s` = R,
     a simulated training step sleeps batch_rows / R after every batch, leaving the CPU to the
     loader as an accelerator would, and the stall share (Mohan et al., VLDB 2021) is the time
-    spent waiting for batches over the wall time from the first batch on. `max_rows` stops
-    early; `on_batch(batches, rows)` is called after every batch (progress).
+    spent waiting for batches over the wall time from the first batch on. `step(rows)` is any
+    other simulated step, called with each batch's rows (it replaces `step_rows_per_s`).
+    `max_rows`, `max_batches` and `max_seconds` (since `started`) stop early; "stopped_by"
+    in the figures says which did ("end": the batches ran out). `on_batch(batches, rows)` is
+    called after every batch (progress).
     """
     sizer = sizer or rows_and_bytes
+    if step is None and step_rows_per_s:
+        step = lambda rows: time.sleep(rows / step_rows_per_s)
     tally = _Tally(started)
+    stopped_by = "end"
     while True:
         asked = time.perf_counter()
         batch = next(batches, None)
@@ -48,15 +57,32 @@ def drain(
             tally.wait += got - asked
             break
         tally.add(*sizer(batch), asked=asked, got=got)
-        if step_rows_per_s:
+        if step is not None:
             step_started = time.perf_counter()
-            time.sleep(tally.last_rows / step_rows_per_s)
+            step(tally.last_rows)
             tally.step += time.perf_counter() - step_started
         if on_batch is not None:
             on_batch(tally.batches, tally.rows)
-        if max_rows is not None and tally.rows >= max_rows:
+        stopped_by = _bound_reached(tally, max_rows=max_rows, max_batches=max_batches,
+                                    max_seconds=max_seconds)
+        if stopped_by != "end":
             break
-    return tally.figures(time.perf_counter() - started, stalled=bool(step_rows_per_s))
+    figures = tally.figures(time.perf_counter() - started, stalled=step is not None)
+    figures["stopped_by"] = stopped_by
+    return figures
+
+
+def _bound_reached(tally: _Tally, *, max_rows: int | None, max_batches: int | None,
+                   max_seconds: float | None) -> str:
+    """The first bound `tally` has reached ("max_rows", "max_batches", "max_seconds"), or
+    "end" for none."""
+    if max_rows is not None and tally.rows >= max_rows:
+        return "max_rows"
+    if max_batches is not None and tally.batches >= max_batches:
+        return "max_batches"
+    if max_seconds is not None and time.perf_counter() - tally.started >= max_seconds:
+        return "max_seconds"
+    return "end"
 
 
 class _Tally:

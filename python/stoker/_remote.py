@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -90,10 +91,13 @@ class _RemoteEpoch(_cursor.EpochIterator):
     fails is reconnected to and asked for its share from the next batch needed."""
 
     def __init__(self, servers: _Servers, stream: dict[str, Any], progress: _cursor.Progress,
-                 convert: Callable[[pa.RecordBatch], Any], stats: dict[str, Any]) -> None:
+                 convert: Callable[[pa.RecordBatch], Any], stats: dict[str, Any],
+                 trace: Any | None = None,
+                 on_close: Callable[[], None] | None = None) -> None:
         super().__init__(progress, servers.plan_batches(stream))
         self._servers, self._stream = servers, stream
         self._convert, self._stats = convert, stats
+        self._trace, self._on_close = trace, on_close
         self._next = 0
         self._readers: dict[int, flight.FlightStreamReader] = {}
 
@@ -124,20 +128,34 @@ class _RemoteEpoch(_cursor.EpochIterator):
         if self._next >= len(self):
             return None
         b = self._next
+        k = self._servers.server_of(b)
+        trace = self._trace
+        asked = trace.now() if trace is not None else 0
         started = time.perf_counter()
-        batch = self._read(self._servers.server_of(b), b)
+        batch = self._read(k, b)
         self._stats["wait_seconds"] += time.perf_counter() - started
         self._stats["rows"] += batch.num_rows
         self._stats["batches"] += 1
         self._stats["bytes_received"] += batch.nbytes
         self._next += 1
-        return batch.num_rows, self._convert(batch)
+        if trace is None:
+            return batch.num_rows, self._convert(batch)
+        received = trace.now()
+        converted = self._convert(batch)
+        done = trace.now()
+        trace.record("receive", asked, received, b, k)
+        trace.record("convert", received, done, b)
+        trace.record("wait", asked, done, b)
+        return batch.num_rows, converted
 
     def _release(self) -> None:
         for reader in self._readers.values():
             with contextlib.suppress(flight.FlightError, OSError):  # the server may be gone
                 reader.cancel()
         self._readers.clear()
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
 
 
 class RemoteLoader(_cursor.EpochLoader):
@@ -154,6 +172,11 @@ class RemoteLoader(_cursor.EpochLoader):
         token: bearer token, when the servers need one.
         tls_root_certs: PEM of the CA that signed the servers' certificates (grpc+tls://).
         reconnect_timeout: seconds to keep reconnecting to a failed server before giving up.
+        trace: a path: keep a timeline of each batch's receipt from its server, its
+            conversion and the consumer's wait, and write it there as Chrome trace JSON at the
+            end of every epoch (docs/observability.md). None: no timeline.
+        trace_events: the spans kept, the last ones; 0 with a ``trace`` path means
+            ``_core.DEFAULT_TRACE_EVENTS`` (262,144).
     """
 
     def __init__(self, servers: str | Sequence[str], *, batch_size: int | None = None,
@@ -162,7 +185,8 @@ class RemoteLoader(_cursor.EpochLoader):
                  drop_last: bool | None = None, rank: int = 0, world_size: int = 1,
                  output: str = "numpy", token: str | None = None,
                  tls_root_certs: bytes | str | None = None,
-                 reconnect_timeout: float = 60.0) -> None:
+                 reconnect_timeout: float = 60.0, trace: str | os.PathLike | None = None,
+                 trace_events: int = 0) -> None:
         if isinstance(servers, str):
             servers = [servers]
         if not servers:
@@ -185,6 +209,10 @@ class RemoteLoader(_cursor.EpochLoader):
                        "reconnects": 0}
         self._cursor = _cursor.EpochCursor(_state.identity(self._servers.config), rank,
                                            world_size)
+        if trace is not None and not trace_events:
+            trace_events = _core.DEFAULT_TRACE_EVENTS
+        self._trace_path = None if trace is None else os.fspath(trace)
+        self._trace = _core.TraceRing(trace_events) if trace_events else None
 
     def _stream(self, epoch: int, rounds: list[list[int]]) -> dict[str, Any]:
         return {"epoch": epoch, "rank": self._cursor.rank,
@@ -197,8 +225,17 @@ class RemoteLoader(_cursor.EpochLoader):
         return _core.to_tensors(batch, self._output, self._ragged)
 
     def _read_epoch(self, progress: _cursor.Progress) -> Iterator[Any]:
+        on_close = None if self._trace_path is None else lambda: self.write_trace(
+            self._trace_path)
         return _RemoteEpoch(self._servers, self._stream(progress.epoch, progress.rounds),
-                            progress, self._convert, self._stats)
+                            progress, self._convert, self._stats, self._trace, on_close)
+
+    def write_trace(self, path: str | os.PathLike) -> None:
+        """Writes the timeline kept so far (``trace=`` or ``trace_events=``) as Chrome trace
+        JSON to ``path``."""
+        if self._trace is None:
+            raise ValueError("this loader keeps no trace: set trace_events (or trace=)")
+        self._trace.write(os.fspath(path))
 
     @property
     def output(self) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,8 @@ from typing import Any
 def serve(source: str, *, host: str, port: int, token_file: str | None,
           tls_cert: str | None, tls_key: str | None, max_streams: int, chunk_batches: int,
           stream_idle_timeout_s: int, loader_options: dict[str, Any],
-          transforms_file: str | None, metrics_port: int | None = None) -> int:
+          transforms_file: str | None, metrics_port: int | None = None,
+          trace: str | None = None) -> int:
     import stoker
     from stoker import _core, _options
 
@@ -27,7 +29,9 @@ def serve(source: str, *, host: str, port: int, token_file: str | None,
     options.validate()  # before the loader reads the dataset
     transforms = json.loads(Path(transforms_file).read_text()) if transforms_file else None
     # The server delivers Arrow batches of any type; trainers convert them to tensors.
-    loader = stoker.Loader(source, output="arrow", transforms=transforms, **loader_options)
+    trace_events = _core.DEFAULT_TRACE_EVENTS if trace else 0
+    loader = stoker.Loader(source, output="arrow", transforms=transforms,
+                           trace_events=trace_events, **loader_options)
     server = _core.Server(loader._core, options)
     scheme = "grpc+tls" if tls_cert else "grpc"
     print(f"stoker serve: listening on {scheme}://{host}:{server.port} "
@@ -36,8 +40,46 @@ def serve(source: str, *, host: str, port: int, token_file: str | None,
     print(f"stoker serve: config {server.config()}", file=sys.stderr, flush=True)
     if metrics_port is not None:
         _serve_metrics(server, loader, host, metrics_port)
-    server.serve()  # until Ctrl-C / SIGTERM
+    if trace is None:
+        server.serve()  # until Ctrl-C / SIGTERM
+        return 0
+    writer = _TraceWriter(loader, server, trace)
+    try:
+        server.serve()
+    finally:
+        writer.close()
     return 0
+
+
+class _TraceWriter:
+    """Writes the server's timeline to `path` every TRACE_INTERVAL_S seconds while batches
+    are being sent, and once more when the server stops: a server killed outright leaves the
+    timeline of all but its last seconds."""
+
+    TRACE_INTERVAL_S = 5.0
+
+    def __init__(self, loader: Any, server: Any, path: str) -> None:
+        self._loader, self._server, self._path = loader, server, path
+        self._stop = threading.Event()
+        self._written = -1  # batches sent at the last write
+        self._thread = threading.Thread(target=self._run, name="stoker-trace-writer")
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.TRACE_INTERVAL_S):
+            self.write()
+
+    def write(self) -> None:
+        sent = self._server.stats()["batches_sent"]
+        if sent != self._written:
+            self._loader.write_trace(self._path)
+            self._written = sent
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._written = -1
+        self.write()
 
 
 def _serve_metrics(server: Any, loader: Any, host: str, port: int) -> None:

@@ -1,7 +1,7 @@
 """The `stoker` command: `gen` writes synthetic datasets, `inspect` describes datasets from their
 footers, `bench` measures the loader against plain pyarrow reading, `cache` inspects or clears
 a disk cache, `serve` streams batches over Arrow Flight, `state` shows where a saved checkpoint
-stands."""
+stands, `doctor` measures an epoch and names what slows the data down."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import json
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TypeVar
 
-from stoker import _bench, _cache_cli, _gen, _inspect, _serve, _state_cli
+from stoker import _bench, _cache_cli, _doctor, _gen, _inspect, _serve, _state_cli
 
 __all__ = ["main"]
 
@@ -52,6 +53,7 @@ def _build_parser() -> argparse.ArgumentParser:
     _add_cache(commands)
     _add_serve(commands)
     _add_state(commands)
+    _add_doctor(commands)
     return parser
 
 
@@ -89,20 +91,14 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:
     serve.add_argument("--stream-idle-timeout", type=_int_at_least(0), default=300,
                        help="seconds a client may ask for no batch before its stream is "
                             "released (its memory and threads freed; 0: never)")
+    serve.add_argument("--trace", metavar="PATH",
+                       help="keep a timeline of the engine's work for every stream and write "
+                            "it to PATH as Chrome trace JSON (every 5 s while serving and at "
+                            "exit)")
     serve.add_argument("--metrics-port", type=_int_at_least(0),
                        help="serve Prometheus metrics on this port (0: a free one; needs "
                             "stoker[metrics])")
-    serve.add_argument("--columns", type=_column_list)
-    serve.add_argument("--batch-size", type=_int_at_least(1), required=True)
-    serve.add_argument("--no-shuffle", dest="shuffle", action="store_false")
-    serve.add_argument("--seed", type=_int_at_least(0), default=0)
-    serve.add_argument("--shuffle-window", type=_int_at_least(1))
-    serve.add_argument("--drop-last", action="store_true")
-    serve.add_argument("--num-threads", type=_int_at_least(1))
-    serve.add_argument("--prefetch", type=_int_at_least(1))
-    serve.add_argument("--cache-dir")
-    serve.add_argument("--cache-limit-bytes", type=_int_at_least(0), default=0)
-    serve.add_argument("--transforms", metavar="JSON_FILE", help="transform spec (a JSON list)")
+    _add_loader_options(serve)
     serve.set_defaults(run=_run_serve)
 
 
@@ -111,13 +107,68 @@ def _run_serve(args: argparse.Namespace) -> int:
         args.source, host=args.host, port=args.port, token_file=args.token_file,
         tls_cert=args.tls_cert, tls_key=args.tls_key, max_streams=args.max_streams,
         chunk_batches=args.chunk_batches, stream_idle_timeout_s=args.stream_idle_timeout,
-        transforms_file=args.transforms, metrics_port=args.metrics_port,
-        loader_options={"columns": args.columns, "batch_size": args.batch_size,
-                        "shuffle": args.shuffle, "seed": args.seed,
-                        "shuffle_window": args.shuffle_window, "drop_last": args.drop_last,
-                        "num_threads": args.num_threads, "prefetch": args.prefetch,
-                        "cache_dir": args.cache_dir,
-                        "cache_limit_bytes": args.cache_limit_bytes})
+        transforms_file=args.transforms, metrics_port=args.metrics_port, trace=args.trace,
+        loader_options=_loader_options(args))
+
+
+def _add_doctor(commands: argparse._SubParsersAction) -> None:
+    doctor = commands.add_parser(
+        "doctor", help="measure an epoch and name what slows the data down",
+        description="Run a bounded, measured epoch of the loader through a simulated training "
+        "step and report the loader's rate against the step's, the stage breakdown, whether "
+        "the loader or the step is the bottleneck, the CPU budget against the threads "
+        "running, CPU/memory/I/O pressure, run-queue delay, page faults and their latency, "
+        "storage throughput, swap and transparent huge pages, each finding with a "
+        "recommendation (docs/observability.md). Exits 0 whatever it finds; 1 when the epoch "
+        "itself fails.")
+    doctor.add_argument("source", metavar="SOURCE")
+    _add_loader_options(doctor)
+    doctor.add_argument("--step-ms", type=_float_at_least(0), default=0.0,
+                        help="simulated training step per batch, in ms (default 0: none)")
+    doctor.add_argument("--step-mode", choices=_doctor.STEP_MODES, default="sleep",
+                        help="sleep: the step leaves the CPU free (an accelerator's); spin: "
+                             "it keeps a CPU busy (default %(default)s)")
+    doctor.add_argument("--seconds", type=_float_at_least(0.1), default=_doctor.DEFAULT_SECONDS,
+                        help="stop after this many seconds (default %(default)s)")
+    doctor.add_argument("--batches", type=_int_at_least(1), help="stop after this many batches")
+    doctor.add_argument("--no-probe", dest="probe", action="store_false",
+                        help="do not run the page-fault probe")
+    doctor.add_argument("--json", action="store_true", help="print the report as JSON")
+    doctor.set_defaults(run=_run_doctor)
+
+
+def _run_doctor(args: argparse.Namespace) -> int:
+    transforms = json.loads(Path(args.transforms).read_text()) if args.transforms else None
+    report = _doctor.measure(args.source, loader_options=_loader_options(args),
+                             transforms=transforms, step_ms=args.step_ms,
+                             step_mode=args.step_mode, seconds=args.seconds,
+                             batches=args.batches, probe=args.probe)
+    print(json.dumps(report, indent=2) if args.json else _doctor.format_text(report))
+    return 0
+
+
+def _add_loader_options(parser: argparse.ArgumentParser) -> None:
+    """The Loader options of the commands that run one (serve, doctor); `_loader_options`
+    reads them back, but for --transforms (a file the command reads)."""
+    parser.add_argument("--columns", type=_column_list)
+    parser.add_argument("--batch-size", type=_int_at_least(1), required=True)
+    parser.add_argument("--no-shuffle", dest="shuffle", action="store_false")
+    parser.add_argument("--seed", type=_int_at_least(0), default=0)
+    parser.add_argument("--shuffle-window", type=_int_at_least(1))
+    parser.add_argument("--drop-last", action="store_true")
+    parser.add_argument("--num-threads", type=_int_at_least(1))
+    parser.add_argument("--prefetch", type=_int_at_least(1))
+    parser.add_argument("--cache-dir")
+    parser.add_argument("--cache-limit-bytes", type=_int_at_least(0), default=0)
+    parser.add_argument("--transforms", metavar="JSON_FILE", help="transform spec (a JSON list)")
+
+
+def _loader_options(args: argparse.Namespace) -> dict[str, object]:
+    return {"columns": args.columns, "batch_size": args.batch_size, "shuffle": args.shuffle,
+            "seed": args.seed, "shuffle_window": args.shuffle_window,
+            "drop_last": args.drop_last, "num_threads": args.num_threads,
+            "prefetch": args.prefetch, "cache_dir": args.cache_dir,
+            "cache_limit_bytes": args.cache_limit_bytes}
 
 
 def _add_cache(commands: argparse._SubParsersAction) -> None:
@@ -288,6 +339,19 @@ def _int_at_least(minimum: int) -> Callable[[str], int]:
             raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
         if value < minimum:
             raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
+        return value
+
+    return parse
+
+
+def _float_at_least(minimum: float) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+        if not value >= minimum:  # NaN too
+            raise argparse.ArgumentTypeError(f"must be >= {minimum:g}, got {text}")
         return value
 
     return parse

@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "assemble/column_types.h"
+#include "exec/utf8_check.h"
 #include "manifest/counting_file.h"
 #include "stoker/error.h"
 #include "util/digest.h"
@@ -113,6 +114,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> DecodeUnchecked(const Manifes
   }
   table = arrow::Table::Make(arrow::schema(fields), std::move(chunks), table->num_rows());
   ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch(pool));
+  ARROW_RETURN_NOT_OK(CheckUtf8(*batch));
   const auto decoded = Stats::Clock::now();
   stats->AddDecode(decoded - fetched);
   stats->Trace(TraceStage::kDecode, fetched, decoded, unit.file, unit.row_group);

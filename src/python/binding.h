@@ -94,5 +94,7 @@ void BindOptions(nb::module_& m);       // options.cc: LoaderOptions, StorageOpt
 void BindLoader(nb::module_& m);        // loader.cc: Loader, Epoch
 void BindServe(nb::module_& m);         // serve.cc: Server, encode_ticket, decode_ticket
 void BindTransformOps(nb::module_& m);  // transform_ops.cc: transform_ops
+void BindFaultProbe(nb::module_& m);    // fault_probe.cc: FaultProbe
+void BindTrace(nb::module_& m);         // trace.cc: TraceRing
 
 }  // namespace stoker::python

@@ -187,6 +187,7 @@ nb::dict CpuBudgetDict(const CpuBudget& budget) {
   out["cpus"] = budget.cpus;
   out["ranks_per_node"] = budget.ranks_per_node;
   out["ranks_from"] = budget.ranks_from.empty() ? nb::none() : nb::cast(budget.ranks_from);
+  out["own_cpus"] = budget.own_cpus;
   out["threads"] = budget.threads;
   return out;
 }

@@ -48,4 +48,6 @@ NB_MODULE(_core, m) {
   py::BindLoader(m);
   py::BindServe(m);
   py::BindTransformOps(m);
+  py::BindFaultProbe(m);
+  py::BindTrace(m);
 }

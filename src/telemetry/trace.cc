@@ -27,12 +27,21 @@ const char* StageName(TraceStage stage) {
       return "assemble";
     case TraceStage::kWait:
       return "wait";
+    case TraceStage::kReceive:
+      return "receive";
+    case TraceStage::kConvert:
+      return "convert";
   }
   return "?";
 }
 
+constexpr TraceStage kStages[] = {
+    TraceStage::kFetch,    TraceStage::kDecode, TraceStage::kTransform, TraceStage::kStage,
+    TraceStage::kAssemble, TraceStage::kWait,   TraceStage::kReceive,   TraceStage::kConvert};
+
 bool IsBatchStage(TraceStage stage) {
-  return stage == TraceStage::kAssemble || stage == TraceStage::kWait;
+  return stage == TraceStage::kAssemble || stage == TraceStage::kWait ||
+         stage == TraceStage::kReceive || stage == TraceStage::kConvert;
 }
 
 std::string Micros(int64_t ns) {
@@ -42,6 +51,16 @@ std::string Micros(int64_t ns) {
 }
 
 }  // namespace
+
+bool ParseTraceStage(const std::string& name, TraceStage* stage) {
+  for (TraceStage candidate : kStages) {
+    if (name == StageName(candidate)) {
+      *stage = candidate;
+      return true;
+    }
+  }
+  return false;
+}
 
 TraceRing::TraceRing(size_t capacity) : capacity_(capacity) {
   MutexLock lock(mutex_);
@@ -104,6 +123,7 @@ arrow::Status TraceRing::WriteJson(const std::string& path) const {
       out += IsBatchStage(s.stage)
                  ? "\"batch\":" + std::to_string(s.a)
                  : "\"file\":" + std::to_string(s.a) + ",\"row_group\":" + std::to_string(s.b);
+      if (s.stage == TraceStage::kReceive) out += ",\"server\":" + std::to_string(s.b);
       out += "}},\n";
     }
   }

@@ -21,7 +21,12 @@ enum class TraceStage : uint8_t {
   kStage,      // a unit staged row-major for the shuffled gather
   kAssemble,   // a batch gathered
   kWait,       // the consumer waiting for a batch
+  kReceive,    // a batch received from a server (RemoteLoader)
+  kConvert,    // a received batch converted to arrays or tensors (RemoteLoader)
 };
+
+/// The stage of a span by its name in the JSON ("fetch", ..., "convert"); false if none.
+bool ParseTraceStage(const std::string& name, TraceStage* stage);
 
 /// The last `capacity` spans of a loader's work, per thread, in a ring: bounded memory
 /// (48 bytes a span), so tracing can stay on in production. Written as Chrome trace JSON,
@@ -32,7 +37,8 @@ class TraceRing {
 
   explicit TraceRing(size_t capacity);
 
-  /// A unit's span (`a` = file index, `b` = row group) or a batch's (`a` = batch index).
+  /// A unit's span (`a` = file index, `b` = row group) or a batch's (`a` = batch index; for
+  /// kReceive, `b` = the server's index).
   void Record(TraceStage stage, Clock::time_point start, Clock::time_point end, int64_t a,
               int64_t b = -1) EXCLUDES(mutex_);
   /// The spans kept, oldest first, as Chrome trace JSON (times in µs since the ring was made;

@@ -3,6 +3,7 @@
 #include "stoker/cpu_budget.h"
 
 #include <sched.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -147,7 +148,9 @@ CpuBudget ReadCpuBudget(const std::string& cgroup_root) {
     budget.cpus = std::max(1, std::min(budget.affinity, quota_cpus));
   }
   budget.ranks_per_node = RanksPerNode(&budget.ranks_from);
-  budget.threads = std::max(1, budget.cpus / budget.ranks_per_node);
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  budget.own_cpus = online > 0 && budget.affinity < online;
+  budget.threads = std::max(1, budget.own_cpus ? budget.cpus : budget.cpus / budget.ranks_per_node);
   return budget;
 }
 

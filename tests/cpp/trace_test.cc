@@ -57,5 +57,26 @@ TEST(TraceRingTest, UnitSpansNameFileAndRowGroup) {
   std::filesystem::remove(path);
 }
 
+TEST(TraceRingTest, ReceiveSpansNameBatchAndServer) {
+  TraceRing ring(8);
+  const auto t0 = TraceRing::Clock::now();
+  ring.Record(TraceStage::kReceive, t0, t0, 5, 1);
+  const std::string path = (std::filesystem::temp_directory_path() / "stoker_trace_recv.json");
+  ASSERT_TRUE(ring.WriteJson(path).ok());
+  const std::string json = ReadAll(path);
+  EXPECT_NE(json.find("\"name\":\"receive\""), std::string::npos);
+  EXPECT_NE(json.find("\"batch\":5,\"server\":1"), std::string::npos);
+  std::filesystem::remove(path);
+}
+
+TEST(TraceRingTest, StagesParseFromTheirNames) {
+  TraceStage stage = TraceStage::kFetch;
+  ASSERT_TRUE(ParseTraceStage("convert", &stage));
+  EXPECT_EQ(stage, TraceStage::kConvert);
+  ASSERT_TRUE(ParseTraceStage("wait", &stage));
+  EXPECT_EQ(stage, TraceStage::kWait);
+  EXPECT_FALSE(ParseTraceStage("nap", &stage));
+}
+
 }  // namespace
 }  // namespace stoker

@@ -223,3 +223,77 @@ def test_error_budget_options_are_checked(mixed: tuple[Path, Path], options: dic
                                           message: str) -> None:
     with pytest.raises(ValueError, match=message):
         stoker.Loader(mixed[0], batch_size=8, output="arrow", **options)
+
+
+# Strings that are not valid UTF-8. Parquet decoders pass a string column's bytes through as
+# the file holds them (pyarrow's reader too), which would hand consumers Arrow arrays that fail
+# ValidateFull; Stoker checks every string of a decoded unit (src/exec/utf8_check.h).
+BAD_UTF8 = b"caf\xc3"  # a two-byte sequence cut short
+
+
+def strings(values: list[bytes], type_: pa.DataType) -> pa.Array:
+    """`values` as a string array of `type_` without the UTF-8 check a cast would make."""
+    binary = pa.large_binary() if type_ == pa.large_string() else pa.binary()
+    return pa.array(values, binary).view(type_)
+
+
+def string_column(kind: str, values: list[bytes]) -> pa.Array:
+    """`values` in a column of `kind`: the strings at the top level or nested."""
+    if kind in ("string", "large_string"):
+        return strings(values, getattr(pa, kind)())
+    if kind == "list":
+        offsets = pa.array(np.arange(len(values) + 1, dtype=np.int32))
+        return pa.ListArray.from_arrays(offsets, strings(values, pa.string()))
+    if kind == "struct":
+        return pa.StructArray.from_arrays([strings(values, pa.string())], ["name"])
+    assert kind == "dictionary"
+    uniques = list(dict.fromkeys(values))
+    indices = pa.array([uniques.index(v) for v in values], pa.int32())
+    return pa.DictionaryArray.from_arrays(indices, strings(uniques, pa.string()))
+
+
+def write_with_bad_strings(path: Path, kind: str, bad_row: int | None) -> None:
+    """300 rows in row groups of 100: id, and a string column `s` of `kind` whose row
+    `bad_row` (none: no row) holds BAD_UTF8. Each row group is a chunk of its own, so a
+    dictionary holds only its row group's values."""
+    values = [b"caf\xc3\xa9 %d" % i for i in range(300)]
+    if bad_row is not None:
+        values[bad_row] = BAD_UTF8
+    column = pa.chunked_array([string_column(kind, values[i:i + 100]) for i in (0, 100, 200)])
+    table = pa.table({"id": np.arange(300, dtype=np.int64), "s": column})
+    pq.write_table(table, path, row_group_size=100)
+
+
+@pytest.mark.parametrize("kind", ["string", "large_string", "list", "struct", "dictionary"])
+def test_invalid_utf8_names_file_row_group_and_column(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "strings.parquet"
+    write_with_bad_strings(path, kind, bad_row=150)
+    # The file holds the bytes: pyarrow reads them back unchecked.
+    with pytest.raises(pa.ArrowInvalid, match="Invalid UTF8"):
+        pq.read_table(path).validate(full=True)
+    with pytest.raises(ValueError) as error:
+        read(path, shuffle=False)
+    message = str(error.value)
+    assert "strings.parquet' (row group 1)" in message
+    assert "column 's' holds a string that is not valid UTF-8" in message
+
+
+@pytest.mark.parametrize("kind", ["string", "list", "dictionary"])
+def test_invalid_utf8_is_skipped_like_any_bad_unit(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "strings.parquet"
+    write_with_bad_strings(path, kind, bad_row=150)
+    loader, batches = read(path, on_error="skip", shuffle=False)
+    ids = np.concatenate([b["id"] for b in batches])
+    np.testing.assert_array_equal(ids, np.r_[0:100, 200:300])
+    for batch in batches:
+        batch.validate(full=True)
+    [skipped] = loader.stats()["skipped_units"]
+    assert skipped["row_group"] == 1 and "not valid UTF-8" in skipped["error"]
+
+
+def test_valid_strings_of_every_kind_pass(tmp_path: Path) -> None:
+    for kind in ("string", "large_string", "list", "struct", "dictionary"):
+        path = tmp_path / f"{kind}.parquet"
+        write_with_bad_strings(path, kind, bad_row=None)
+        _, batches = read(path, shuffle=False)
+        assert pa.Table.from_batches(batches).to_pylist() == pq.read_table(path).to_pylist()

@@ -56,6 +56,7 @@ def test_ranks_per_node_divide_the_cpus(criteo: Path) -> None:
     alone = _probe(criteo, cpus="0,1")
     assert alone["budget"]["affinity"] == 2 and alone["budget"]["ranks_per_node"] == 1
     assert alone["budget"]["ranks_from"] is None
+    assert alone["budget"]["own_cpus"] is (os.cpu_count() > 2)  # all the host's: shared
     for name in ("LOCAL_WORLD_SIZE", "HOROVOD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
                  "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE"):
         shared = _probe(criteo, {name: "2"}, cpus="0,1")
@@ -68,6 +69,15 @@ def test_more_ranks_than_cpus_still_get_one_thread(criteo: Path) -> None:
     report = _probe(criteo, {"LOCAL_WORLD_SIZE": "64"}, cpus="0")
     assert report["budget"]["ranks_per_node"] == 64
     assert report["threads"] == 1
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs 2 CPUs")
+def test_a_rank_pinned_to_cpus_of_its_own_keeps_them(criteo: Path) -> None:
+    """A launcher that binds each rank to its own CPUs (numactl, Slurm's --cpu-bind) already
+    split the node: the rank's CPUs are not divided by the ranks again."""
+    report = _probe(criteo, {"LOCAL_WORLD_SIZE": "2"}, cpus="1")
+    assert report["budget"]["own_cpus"] is True
+    assert report["budget"]["cpus"] == 1 and report["threads"] == 1
 
 
 def test_slurm_tasks_per_node_is_read_for_this_node(criteo: Path) -> None:

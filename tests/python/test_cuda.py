@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-import stoker  # noqa: E402
-from stoker import _core  # noqa: E402
+import stoker
+from stoker import _core
 
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="no CUDA device (torch.cuda.is_available())")

@@ -1,5 +1,7 @@
 """The timeline (`trace=`): Chrome trace JSON of every unit's fetch, decode, transform and
-staging and every batch's assembly and wait, per named thread, bounded by trace_events."""
+staging and every batch's assembly and wait, per named thread, bounded by trace_events; a
+RemoteLoader's receipts, conversions and waits; a `stoker serve --trace` server's work for
+every stream."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import stoker
+from serve_support import Server
 
 KW = {"columns": ["row_id", "label", "I1", "C1"], "batch_size": 1000, "seed": 6,
       "shuffle_window": 4000, "num_threads": 2}
@@ -59,3 +62,65 @@ def test_no_trace_unless_asked(criteo: Path, tmp_path: Path) -> None:
         loader.write_trace(tmp_path / "t.json")
     with pytest.raises(ValueError, match="trace_events"):
         stoker.Loader(criteo, trace_events=-1, **KW)
+
+
+def by_stage(events: list[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for event in events:
+        out.setdefault(event["name"], []).append(event)
+    return out
+
+
+def test_a_remote_loader_timeline(criteo: Path, tmp_path: Path) -> None:
+    server = Server(criteo)
+    try:
+        trace = tmp_path / "remote.json"
+        loader = stoker.RemoteLoader(server.location, trace=trace)
+        n = len(list(loader))  # written when the epoch ends
+    finally:
+        server.stop()
+    events, threads = spans(trace)
+    stages = by_stage(events)
+    assert set(stages) == {"receive", "convert", "wait"}
+    for stage in ("receive", "convert", "wait"):
+        assert sorted(e["args"]["batch"] for e in stages[stage]) == list(range(n)), stage
+    assert {e["args"]["server"] for e in stages["receive"]} == {0}
+    # A batch's wait covers its receipt and its conversion, on the consumer's row.
+    wait = {e["args"]["batch"]: e for e in stages["wait"]}
+    for e in stages["receive"] + stages["convert"]:
+        w = wait[e["args"]["batch"]]
+        assert w["tid"] == e["tid"] and w["ts"] <= e["ts"] + 1e-3
+        assert e["ts"] + e["dur"] <= w["ts"] + w["dur"] + 2e-3
+    assert len(threads) == 1
+
+
+def test_a_remote_loader_without_trace_writes_none(criteo: Path, tmp_path: Path) -> None:
+    server = Server(criteo)
+    try:
+        loader = stoker.RemoteLoader(server.location)
+        next(iter(loader))
+        with pytest.raises(ValueError, match="trace_events"):
+            loader.write_trace(tmp_path / "none.json")
+    finally:
+        server.stop()
+
+
+def test_a_server_timeline_for_each_stream(criteo: Path, tmp_path: Path) -> None:
+    trace = tmp_path / "server.json"
+    server = Server(criteo, "--trace", str(trace))
+    try:
+        loader = stoker.RemoteLoader(server.location)
+        n = len(list(loader))
+        m = len(list(loader))  # a second stream: epoch 1
+    finally:
+        server.stop()  # SIGTERM: the server writes its timeline as it exits
+    events, threads = spans(trace)
+    stages = by_stage(events)
+    assert n == m
+    # Each stream's batches assembled once, each handed to Flight (the engine's "wait").
+    assert sorted(e["args"]["batch"] for e in stages["assemble"]) == sorted(
+        list(range(n)) * 2)
+    assert sorted(e["args"]["batch"] for e in stages["wait"]) == sorted(list(range(n)) * 2)
+    for stage in ("fetch", "decode", "stage"):
+        assert stages[stage], stage
+    assert any(name.startswith("stoker-worker") for name in threads.values())
