@@ -48,6 +48,13 @@ def format_bytes(n: float) -> str:
     return f"{n / 1000:.1f} TB"
 
 
+def format_ms(ms: float) -> str:
+    """A duration given in ms, in µs below 1 ms: 0.8 µs, 250 µs, 12.3 ms, 1,250 ms."""
+    if ms < 1:
+        return f"{ms * 1e3:.3g} µs"
+    return f"{ms:,.1f} ms" if ms < 1e4 else f"{ms:,.0f} ms"
+
+
 def format_count(n: float) -> str:
     """Short counts for rates: 950, 12.3k, 4.56M."""
     if abs(n) >= 1e9:

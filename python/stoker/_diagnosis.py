@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from stoker._console import format_count
+from stoker._console import format_count, format_ms
 
 # The consumer waited more than this share of the time from the first batch on: data is the
 # bottleneck.
@@ -77,7 +77,7 @@ def _bottleneck(report: dict[str, Any]) -> list[Finding]:
         return [_finding(
             "loader_bottleneck", "warn",
             f"the consumer waited {share:.0%} of the time for its next batch (per batch p50 "
-            f"{consumer['wait_p50_ms']:.2f} ms, max {consumer['wait_max_ms']:.1f} ms): the "
+            f"{format_ms(consumer['wait_p50_ms'])}, max {format_ms(consumer['wait_max_ms'])}): the "
             f"loader is the bottleneck{against}",
             advice)]
     return [_finding(

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from stoker import _cpu, _diagnosis, _procfs, _thread_pools
-from stoker._console import format_bytes, format_count
+from stoker._console import format_bytes, format_count, format_ms
 from stoker._meter import drain
 
 __all__ = ["DEFAULT_SECONDS", "SCHEMA_VERSION", "STEP_MODES", "format_text", "measure"]
@@ -46,7 +46,7 @@ def measure(source: str, *, loader_options: dict[str, Any],
         raise ValueError(f"step_mode must be one of {', '.join(STEP_MODES)}, got {step_mode!r}")
     loader = stoker.Loader(source, transforms=transforms, **loader_options)
     sampler = _procfs.RunQueueSampler()
-    before = _HostCounters.read()
+    before = _HostCounters()
     fault_probe = _core.FaultProbe() if probe else None
     epoch = iter(loader)
     try:
@@ -56,7 +56,7 @@ def measure(source: str, *, loader_options: dict[str, Any],
                         max_batches=batches, max_seconds=seconds,
                         on_batch=lambda _batches, _rows: sampler.sample())
         sampler.sample(force=True)
-        after = _HostCounters.read()
+        after = _HostCounters()
         stats = loader.stats()
     finally:
         epoch.close()
@@ -85,17 +85,13 @@ def _step(step_ms: float, mode: str) -> Callable[[int], None] | None:
 
 
 class _HostCounters:
-    """The cumulative counters read before and after the run."""
+    """The cumulative counters, read when made: before and after the run."""
 
     def __init__(self) -> None:
         self.at = time.perf_counter()
         self.faults = _procfs.page_faults()
         self.pressure = _procfs.pressure()
         self.swap = _procfs.swap_pages()
-
-    @classmethod
-    def read(cls) -> _HostCounters:
-        return cls()
 
 
 def _report(source: str, options: dict[str, Any], loader: Any, stats: dict[str, Any], figures: dict[str, Any],
@@ -270,8 +266,9 @@ def format_text(report: dict[str, Any]) -> str:
                     f"{step['needed_batches_per_s']:.1f} batches/s")
     if consumer["wait_share"] is not None:
         add("consumer", f"waited {consumer['wait_share']:.0%} of the time; per batch p50 "
-                        f"{consumer['wait_p50_ms']:.2f} ms, p99 {consumer['wait_p99_ms']:.2f} "
-                        f"ms, max {consumer['wait_max_ms']:.1f} ms")
+                        f"{format_ms(consumer['wait_p50_ms'])}, p99 "
+                        f"{format_ms(consumer['wait_p99_ms'])}, max "
+                        f"{format_ms(consumer['wait_max_ms'])}")
     stages = report["stages"]
     add("stages", "  ".join(
         f"{stage} {stages['thread_seconds'][stage]:.2f} s"

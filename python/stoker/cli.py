@@ -131,6 +131,9 @@ def _add_doctor(commands: argparse._SubParsersAction) -> None:
     doctor.add_argument("--seconds", type=_float_at_least(0.1), default=_doctor.DEFAULT_SECONDS,
                         help="stop after this many seconds (default %(default)s)")
     doctor.add_argument("--batches", type=_int_at_least(1), help="stop after this many batches")
+    doctor.add_argument("--output", choices=("numpy", "torch", "arrow"), default="numpy",
+                        help="what the batches become (torch: imports torch, whose intra-op "
+                             "threads then count against the budget; default %(default)s)")
     doctor.add_argument("--no-probe", dest="probe", action="store_false",
                         help="do not run the page-fault probe")
     doctor.add_argument("--json", action="store_true", help="print the report as JSON")
@@ -139,7 +142,8 @@ def _add_doctor(commands: argparse._SubParsersAction) -> None:
 
 def _run_doctor(args: argparse.Namespace) -> int:
     transforms = json.loads(Path(args.transforms).read_text()) if args.transforms else None
-    report = _doctor.measure(args.source, loader_options=_loader_options(args),
+    report = _doctor.measure(args.source,
+                             loader_options={**_loader_options(args), "output": args.output},
                              transforms=transforms, step_ms=args.step_ms,
                              step_mode=args.step_mode, seconds=args.seconds,
                              batches=args.batches, probe=args.probe)

@@ -28,16 +28,18 @@ def dataset(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def run_doctor(dataset: Path, *args: str, taskset: str | None = None,
-               script: str | None = None, text: bool = False) -> dict | str:
+               script: str | None = None, text: bool = False,
+               env: dict[str, str] | None = None) -> dict | str:
     """`stoker doctor DATASET --batch-size 1024 ARGS --json` in a child process (pinned with
-    `taskset -c CPUS`, or run by `script`, which receives the argv in sys.argv[1:]); its
-    report, or its text output when `text`."""
+    `taskset -c CPUS`, or run by `script`, which receives the argv in sys.argv[1:]; in `env`
+    when given); its report, or its text output when `text`."""
     argv = ["doctor", str(dataset), "--batch-size", "1024", *args] + ([] if text else ["--json"])
     command = [sys.executable, "-c", script, *argv] if script else [
         sys.executable, "-m", "stoker", *argv]
     if taskset is not None:
         command = ["taskset", "-c", taskset, *command]
-    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=120,
+                          env=env)
     assert done.returncode == 0, done.stderr
     return done.stdout if text else json.loads(done.stdout)
 
@@ -92,6 +94,32 @@ def test_oversubscription_is_named(dataset):
 
     clean = run_doctor(dataset, "--num-threads", "1", "--seconds", "2")
     assert "oversubscription" not in ids(clean)
+
+
+def test_torch_intra_op_threads_count_against_the_budget(dataset):
+    # A trainer that set 8 intra-op threads runs the doctor in its process.
+    script = ("import sys, torch\ntorch.set_num_threads(8)\nfrom stoker import cli\n"
+              "sys.exit(cli.main(sys.argv[1:]))")
+    env = {**os.environ, "OMP_NUM_THREADS": "8"}
+    report = run_doctor(dataset, "--output", "torch", "--num-threads", "1", "--batches", "30",
+                        script=script, env=env)
+    threads = report["cpu"]["threads"]
+    assert threads["torch_intra_op"] == 8 and threads["env"]["OMP_NUM_THREADS"] == "8"
+    finding = next(f for f in report["findings"] if f["id"] == "oversubscription")
+    assert "8 torch intra-op threads" in finding["message"]
+    assert "torch.set_num_threads" in finding["recommendation"]
+
+
+def test_ranks_on_one_host_share_its_cpus(dataset):
+    # Four ranks on this host, none pinned: each has a quarter of its CPUs (at least one).
+    env = {**os.environ, "LOCAL_WORLD_SIZE": "4"}
+    report = run_doctor(dataset, "--num-threads", "2", "--batches", "30", env=env)
+    cpu = report["cpu"]
+    assert cpu["ranks_per_node"] == 4
+    assert cpu["share_per_rank"] == max(1, cpu["budget"]["cpus"] // 4)
+    if cpu["share_per_rank"] == 1 and cpu["budget"]["affinity"] == os.cpu_count():
+        finding = next(f for f in report["findings"] if f["id"] == "oversubscription")
+        assert "4 ranks per node" in finding["message"]
 
 
 def test_a_slow_consumer_is_named_not_the_loader(dataset):
