@@ -69,6 +69,23 @@ const char* OnErrorName(OnError on_error);
 /// The policy called `name`; otherwise an error naming the option and the allowed values.
 arrow::Result<OnError> ParseOnError(const std::string& name);
 
+/// What a loader does with a directory's summary file `_metadata` (docs/large-datasets.md).
+enum class IndexPolicy {
+  /// Build the manifest from the summary file when the directory has one (one listing and
+  /// one read instead of a footer per file); a summary that no longer matches the listing
+  /// (a file added, removed or rewritten) is an error naming the file.
+  kUse,
+  /// The same, but a stale summary is set aside and every footer read instead.
+  kFallback,
+  /// Never read a summary file: read every footer.
+  kIgnore,
+};
+
+/// The name options spell an index policy with: "use", "fallback" or "ignore".
+const char* IndexPolicyName(IndexPolicy policy);
+/// The policy called `name`; otherwise an error naming the option and the allowed values.
+arrow::Result<IndexPolicy> ParseIndexPolicy(const std::string& name);
+
 /// Name of the boolean column pad_to_equal_steps adds: true for real rows, false for padding.
 inline constexpr char kValidColumn[] = "_valid";
 /// Names of the columns with_row_origin adds: the row's file (an index into the loader's
@@ -150,6 +167,9 @@ struct LoaderOptions {
   std::optional<double> max_bad_fraction;
   /// How to reach object storage for s3:// sources (storage_options.h).
   StorageOptions storage;
+  /// Whether a directory's summary file `_metadata` builds the manifest (IndexPolicy). The
+  /// manifest, hence the plan and the batches, is the same either way.
+  IndexPolicy index = IndexPolicy::kUse;
   /// Feature transforms applied to each row group in the workers, in order (transform_options.h).
   std::vector<TransformOp> transforms;
   /// Rows kept: those for which this boolean expression is true (null counts as false).

@@ -46,6 +46,16 @@ struct StatsSnapshot {
   int64_t requests = 0;
   int64_t bytes_fetched = 0;
   int64_t retries = 0;
+  /// Requests for metadata before the first epoch (footers, or the summary file `_metadata`;
+  /// listing pages not included) and the bytes they fetched; wall seconds spent listing the
+  /// sources and reading their metadata.
+  int64_t metadata_requests = 0;
+  int64_t metadata_bytes = 0;
+  double metadata_seconds = 0;
+  /// Sources whose manifest came from their summary file (`_metadata`), and summary files
+  /// found stale and set aside for the footers (index="fallback").
+  int64_t index_used = 0;
+  int64_t index_stale = 0;
   /// Thread-seconds (summed over workers) fetching bytes, decoding them, assembling batches.
   double read_seconds = 0;
   double decode_seconds = 0;

@@ -29,7 +29,21 @@ struct StorageOptions {
   /// Range reads in flight at once, separate from the decode threads (>= 1). 0 means 16.
   int io_threads = 0;
 
+  /// Footer reads in flight at once while the manifest is built without a summary file
+  /// (1..kMaxMetadataThreads). A footer read is one round trip (two for footers over 64 KiB),
+  /// so on a remote store startup time is about files × latency / this; local disks gain
+  /// little above a few. 0 means kDefaultMetadataThreads, eight times Arrow's I/O pool.
+  int metadata_threads = 0;
+
+  /// Default of metadata_threads.
+  static constexpr int kDefaultMetadataThreads = 64;
+  /// Upper bound of metadata_threads: each is a thread and, on S3, a connection.
+  static constexpr int kMaxMetadataThreads = 1024;
+
   int ResolvedIoThreads() const { return io_threads > 0 ? io_threads : 16; }
+  int ResolvedMetadataThreads() const {
+    return metadata_threads > 0 ? metadata_threads : kDefaultMetadataThreads;
+  }
 };
 
 }  // namespace stoker

@@ -224,8 +224,15 @@ class Loader(_cursor.EpochLoader):
             thread: the slow path, for what the transforms cannot express.
         storage_options: how to reach ``s3://`` sources: region, endpoint_override, scheme,
             anonymous, access_key/secret_key/session_token (default: the AWS credential
-            chain), max_attempts, connect_timeout, request_timeout, io_threads
-            (docs/storage.md).
+            chain), max_attempts, connect_timeout, request_timeout, io_threads,
+            metadata_threads (footer reads in flight while the manifest is built without an
+            index; default 64) (docs/storage.md).
+        index: what a directory's summary file ``_metadata`` (``stoker index``, pyarrow,
+            Dask) does: "use" (None: the default) builds the manifest from it (one read instead of one per
+            footer) and raises ValueError naming the file when it no longer matches the
+            directory (a file added, removed or rewritten); "fallback" reads every footer
+            instead when it is stale; "ignore" never reads it. The batches are the same
+            either way (docs/large-datasets.md).
         cache_dir: a local directory caching finished row groups (after projection, filter
             and transforms) so later epochs skip reads and decoding; the output is the same
             with or without it (docs/cache.md). None: no cache.
@@ -276,6 +283,7 @@ class Loader(_cursor.EpochLoader):
         filter: pc.Expression | None = None,
         batch_transform: Callable[[Any], Any] | None = None,
         storage_options: dict[str, Any] | None = None,
+        index: str | None = None,
         cache_dir: str | os.PathLike | None = None,
         cache_limit_bytes: int = _DEFAULTS.cache_limit_bytes,
         cache_policy: str = _DEFAULTS.cache_policy,

@@ -1,5 +1,5 @@
 """The `stoker` command: `gen` writes synthetic datasets, `inspect` describes datasets from their
-footers, `bench` measures the loader against plain pyarrow reading, `cache` inspects or clears
+footers, `index` writes a dataset's summary file `_metadata`, `bench` measures the loader against plain pyarrow reading, `cache` inspects or clears
 a disk cache, `serve` streams batches over Arrow Flight, `state` shows where a saved checkpoint
 stands, `doctor` measures an epoch and names what slows the data down."""
 
@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
-from stoker import _bench, _cache_cli, _doctor, _gen, _inspect, _serve, _state_cli
+from stoker import _bench, _cache_cli, _doctor, _gen, _index_cli, _inspect, _serve, _state_cli
 
 __all__ = ["main"]
 
@@ -49,6 +49,7 @@ def _build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_gen(commands)
     _add_inspect(commands)
+    _add_index(commands)
     _add_bench(commands)
     _add_cache(commands)
     _add_serve(commands)
@@ -273,6 +274,32 @@ def _run_inspect(args: argparse.Namespace) -> int:
         print(json.dumps(_inspect.to_json(report), indent=2))
     else:
         print(_inspect.format_text(report))
+    return 0
+
+
+def _add_index(commands: argparse._SubParsersAction) -> None:
+    index = commands.add_parser(
+        "index",
+        help="write a dataset directory's summary file _metadata",
+        description="Read every data file's footer under SOURCE (a directory, local or "
+        "s3://) and write SOURCE/_metadata: the Parquet summary file pyarrow, Dask and Spark "
+        "use, plus each file's size and modification time in its key-value metadata. A "
+        "Loader then starts from one listing and one read, and refuses an index that no "
+        "longer matches the files (docs/large-datasets.md).",
+    )
+    index.add_argument("source", metavar="SOURCE", help="a dataset directory or s3:// prefix")
+    index.add_argument("--overwrite", action="store_true",
+                       help="replace an existing _metadata (a stale one, or another tool's)")
+    index.add_argument("--storage-options", metavar="JSON",
+                       help="how to reach s3:// (a JSON object, as Loader's storage_options)")
+    index.add_argument("--json", action="store_true", help="print JSON")
+    index.set_defaults(run=_run_index)
+
+
+def _run_index(args: argparse.Namespace) -> int:
+    report = _index_cli.write(args.source, overwrite=args.overwrite,
+                              storage_options=_index_cli.storage_from_json(args.storage_options))
+    print(json.dumps(report, indent=2) if args.json else _index_cli.format_text(report))
     return 0
 
 

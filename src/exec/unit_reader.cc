@@ -55,10 +55,11 @@ arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetchUnchecked(const Manifest
   ARROW_ASSIGN_OR_RAISE(auto input, file.source.filesystem->OpenInputFile(info));
   auto counted = std::make_shared<CountingFile>(std::move(input), stats);
   const std::vector<int> row_groups{unit.row_group};
+  ARROW_ASSIGN_OR_RAISE(auto metadata, manifest.FileMetadata(unit.file));
   BEGIN_PARQUET_CATCH_EXCEPTIONS
-  fetch->reader = parquet::ParquetFileReader::Open(counted, parquet::ReaderProperties(io.pool()),
-                                                   file.metadata);
-  auto row_group = file.metadata->RowGroup(unit.row_group);
+  fetch->reader =
+      parquet::ParquetFileReader::Open(counted, parquet::ReaderProperties(io.pool()), metadata);
+  auto row_group = metadata->RowGroup(unit.row_group);
   fetch->first_byte = file.source.size;
   for (int leaf : fetch->leaves) {
     auto chunk = row_group->ColumnChunk(leaf);

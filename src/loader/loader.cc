@@ -61,7 +61,8 @@ arrow::Result<std::vector<Unit>> CountMatchingRows(const UnitSource& source, Sta
     for (const auto& field_leaves : file.column_leaves) {
       leaves.push_back(field_leaves.size() == 1 ? field_leaves[0] : -1);
     }
-    if (source.filter->MayMatch(*file.metadata->RowGroup(unit.row_group), leaves)) {
+    ARROW_ASSIGN_OR_RAISE(auto metadata, manifest.FileMetadata(unit.file));
+    if (source.filter->MayMatch(*metadata->RowGroup(unit.row_group), leaves)) {
       candidates.push_back(unit);
     } else {
       ++pruned;
@@ -166,7 +167,7 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
   ARROW_ASSIGN_OR_RAISE(const auto read, ColumnsToRead(options, source.get()));
   ARROW_ASSIGN_OR_RAISE(source->manifest, CatchAll([&] {
                           return Manifest::Make(options.sources, read, options.storage,
-                                                stats->retry_counter());
+                                                stats->retry_counter(), options.index, stats.get());
                         }));
   ARROW_RETURN_NOT_OK(SetUpTransforms(options, source.get()));
   source->plan_columns.valid_mask = options.pad_to_equal_steps;

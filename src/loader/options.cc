@@ -37,6 +37,25 @@ arrow::Result<OnError> ParseOnError(const std::string& name) {
   return arrow::Status::Invalid("on_error must be 'raise' or 'skip', got '", name, "'");
 }
 
+const char* IndexPolicyName(IndexPolicy policy) {
+  switch (policy) {
+    case IndexPolicy::kFallback:
+      return "fallback";
+    case IndexPolicy::kIgnore:
+      return "ignore";
+    case IndexPolicy::kUse:
+      break;
+  }
+  return "use";
+}
+
+arrow::Result<IndexPolicy> ParseIndexPolicy(const std::string& name) {
+  for (IndexPolicy policy : {IndexPolicy::kUse, IndexPolicy::kFallback, IndexPolicy::kIgnore}) {
+    if (name == IndexPolicyName(policy)) return policy;
+  }
+  return arrow::Status::Invalid("index must be 'use', 'fallback' or 'ignore', got '", name, "'");
+}
+
 arrow::Status ValidateRank(int rank, int world_size) {
   if (world_size < 1) {
     return arrow::Status::Invalid("world_size must be >= 1, got ", world_size);
@@ -65,6 +84,12 @@ arrow::Status ValidateStorage(const StorageOptions& storage) {
   }
   if (storage.io_threads < 0) {
     return arrow::Status::Invalid("storage io_threads must be >= 1, got ", storage.io_threads);
+  }
+  if (storage.metadata_threads < 0 ||
+      storage.metadata_threads > StorageOptions::kMaxMetadataThreads) {
+    return arrow::Status::Invalid("storage metadata_threads must be in [1, ",
+                                  StorageOptions::kMaxMetadataThreads, "], got ",
+                                  storage.metadata_threads);
   }
   return arrow::Status::OK();
 }

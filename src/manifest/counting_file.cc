@@ -7,47 +7,47 @@
 namespace stoker {
 
 arrow::Result<int64_t> CountingFile::Read(int64_t nbytes, void* out) {
-  stats_->AddRequest(nbytes);
+  Count(nbytes);
   return inner_->Read(nbytes, out);
 }
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> CountingFile::Read(int64_t nbytes) {
-  stats_->AddRequest(nbytes);
+  Count(nbytes);
   return inner_->Read(nbytes);
 }
 
 arrow::Result<int64_t> CountingFile::ReadAt(int64_t position, int64_t nbytes, void* out) {
-  stats_->AddRequest(nbytes);
+  Count(nbytes);
   return inner_->ReadAt(position, nbytes, out);
 }
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> CountingFile::ReadAt(int64_t position,
                                                                    int64_t nbytes) {
-  stats_->AddRequest(nbytes);
+  Count(nbytes);
   return inner_->ReadAt(position, nbytes);
 }
 
 arrow::Future<std::shared_ptr<arrow::Buffer>> CountingFile::ReadAsync(
     const arrow::io::IOContext& context, int64_t position, int64_t nbytes) {
-  stats_->AddRequest(nbytes);
+  Count(nbytes);
   return inner_->ReadAsync(context, position, nbytes);
 }
 
 arrow::Result<int64_t> CountingFile::ReadAt(int64_t position, int64_t nbytes, bool allow_short_read,
                                             void* out) {
-  stats_->AddRequest(nbytes);
+  Count(nbytes);
   return inner_->ReadAt(position, nbytes, allow_short_read, out);
 }
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> CountingFile::ReadAt(int64_t position, int64_t nbytes,
                                                                    bool allow_short_read) {
-  stats_->AddRequest(nbytes);
+  Count(nbytes);
   return inner_->ReadAt(position, nbytes, allow_short_read);
 }
 
 arrow::Future<std::shared_ptr<arrow::Buffer>> CountingFile::ReadAsync(
     const arrow::io::IOContext& context, int64_t position, int64_t nbytes, bool allow_short_read) {
-  stats_->AddRequest(nbytes);
+  Count(nbytes);
   return inner_->ReadAsync(context, position, nbytes, allow_short_read);
 }
 

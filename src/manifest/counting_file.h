@@ -11,12 +11,17 @@
 
 namespace stoker {
 
+/// What a counted file's requests are for: data (row groups) or metadata (footers, the
+/// summary file); stats() reports them apart.
+enum class RequestKind { kData, kMetadata };
+
 /// A RandomAccessFile that forwards to another and counts the read requests and bytes it
 /// asks of the store (after Parquet's range coalescing), for stats().
 class CountingFile final : public arrow::io::RandomAccessFile {
  public:
-  CountingFile(std::shared_ptr<arrow::io::RandomAccessFile> inner, Stats* stats)
-      : inner_(std::move(inner)), stats_(stats) {}
+  CountingFile(std::shared_ptr<arrow::io::RandomAccessFile> inner, Stats* stats,
+               RequestKind kind = RequestKind::kData)
+      : inner_(std::move(inner)), stats_(stats), kind_(kind) {}
 
   arrow::Status Close() override { return inner_->Close(); }
   bool closed() const override { return inner_->closed(); }
@@ -39,8 +44,17 @@ class CountingFile final : public arrow::io::RandomAccessFile {
                                                           bool allow_short_read) override;
 
  private:
+  void Count(int64_t nbytes) {
+    if (kind_ == RequestKind::kData) {
+      stats_->AddRequest(nbytes);
+    } else {
+      stats_->AddMetadataRequest(nbytes);
+    }
+  }
+
   std::shared_ptr<arrow::io::RandomAccessFile> inner_;
   Stats* stats_;
+  RequestKind kind_;
 };
 
 }  // namespace stoker

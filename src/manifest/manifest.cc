@@ -4,6 +4,7 @@
 #include <arrow/io/interfaces.h>
 #include <arrow/util/logging.h>
 #include <arrow/util/parallel.h>
+#include <malloc.h>
 #include <parquet/arrow/reader.h>
 #include <parquet/arrow/schema.h>
 #include <parquet/exception.h>
@@ -13,33 +14,14 @@
 #include <algorithm>
 #include <set>
 
+#include "manifest/dataset_index.h"
+#include "manifest/footer_reader.h"
 #include "stoker/error.h"
 #include "util/digest.h"
 
 namespace stoker {
 
 namespace {
-
-// What one footer tells about a file, before the files are checked against each other.
-struct Footer {
-  std::shared_ptr<parquet::FileMetaData> metadata;
-  std::shared_ptr<arrow::Schema> schema;
-  parquet::arrow::SchemaManifest schema_manifest;
-};
-
-arrow::Result<Footer> ReadFooter(const SourceFile& file) {
-  Footer footer;
-  ARROW_ASSIGN_OR_RAISE(auto input, file.filesystem->OpenInputFile(file.path));
-  BEGIN_PARQUET_CATCH_EXCEPTIONS
-  auto reader = parquet::ParquetFileReader::Open(input);
-  footer.metadata = reader->metadata();
-  ARROW_ASSIGN_OR_RAISE(auto arrow_reader, parquet::arrow::FileReader::Make(
-                                               arrow::default_memory_pool(), std::move(reader)));
-  ARROW_RETURN_NOT_OK(arrow_reader->GetSchema(&footer.schema));
-  footer.schema_manifest = arrow_reader->manifest();
-  END_PARQUET_CATCH_EXCEPTIONS
-  return footer;
-}
 
 void CollectLeaves(const parquet::arrow::SchemaField& field, std::vector<int>* leaves) {
   if (field.is_leaf()) {
@@ -73,12 +55,11 @@ arrow::Result<int> FindColumn(const arrow::Schema& schema, const std::string& na
 
 // Checks a file's column chunks and appends its non-empty row groups as units. Reads column
 // metadata, which Parquet decodes lazily and may throw on.
-arrow::Status AddUnits(size_t i, const ManifestFile& file, std::vector<Unit>* units,
-                       int64_t* num_rows, Digest* fingerprint) {
+arrow::Status AddUnits(size_t i, const ManifestFile& file, const parquet::FileMetaData& metadata,
+                       std::vector<Unit>* units, int64_t* num_rows, Digest* fingerprint) {
   fingerprint->Add(file.source.display);
   fingerprint->Add(static_cast<uint64_t>(file.source.size));
   fingerprint->Add(static_cast<uint64_t>(file.source.mtime_ns));
-  const auto& metadata = *file.metadata;
   fingerprint->Add(static_cast<uint64_t>(metadata.num_row_groups()));
   int64_t rows_in_file = 0;
   for (int rg = 0; rg < metadata.num_row_groups(); ++rg) {
@@ -100,32 +81,6 @@ arrow::Status AddUnits(size_t i, const ManifestFile& file, std::vector<Unit>* un
     *num_rows += unit.num_rows;
   }
   return arrow::Status::OK();
-}
-
-// Reads every file's footer, in parallel; the first failure, saying whether the store or
-// the file is at fault.
-arrow::Result<std::vector<Footer>> ReadFooters(const std::vector<SourceFile>& sources) {
-  std::vector<arrow::Result<Footer>> results(sources.size());
-  ARROW_RETURN_NOT_OK(arrow::internal::ParallelFor(
-      static_cast<int>(sources.size()),
-      [&](int i) {
-        results[i] = CatchAll([&] { return ReadFooter(sources[i]); });
-        return arrow::Status::OK();
-      },
-      arrow::io::default_io_context().executor()));
-  std::vector<Footer> footers;
-  for (size_t i = 0; i < sources.size(); ++i) {
-    if (!results[i].ok()) {
-      const auto& status = results[i].status();
-      // A store that fails is not a file that is not Parquet: say which it is.
-      if (status.IsIOError() && status.message().find("Parquet") == std::string::npos) {
-        return WithContext(ExplainStorageError(status, sources[i].display), "reading the footer");
-      }
-      return WithContext(status, "'" + sources[i].display + "' could not be read as Parquet");
-    }
-    footers.push_back(std::move(*results[i]));
-  }
-  return footers;
 }
 
 // The projected fields as the first file has them: `columns`, or all of its columns when
@@ -152,7 +107,6 @@ arrow::Result<ManifestFile> DescribeFile(const SourceFile& source, const Footer&
                                          const arrow::FieldVector& fields, bool all_columns) {
   ManifestFile file;
   file.source = source;
-  file.metadata = footer.metadata;
   if (all_columns && footer.schema->num_fields() != first.num_fields()) {
     return arrow::Status::Invalid("files disagree on their columns: '", first_path, "' has ",
                                   first.num_fields(), " (", JoinNames(first), ") but '",
@@ -172,11 +126,34 @@ arrow::Result<ManifestFile> DescribeFile(const SourceFile& source, const Footer&
                                     other->type()->ToString(), " in '", file.source.display, "'");
     }
     std::vector<int> leaves;
-    CollectLeaves(footer.schema_manifest.schema_fields[*found], &leaves);
+    CollectLeaves(footer.schema_manifest->schema_fields[*found], &leaves);
     file.leaf_columns.insert(file.leaf_columns.end(), leaves.begin(), leaves.end());
     file.column_leaves.push_back(std::move(leaves));
   }
   return file;
+}
+
+// Every file's footer, source by source: from the directory's summary file when it has a
+// current one (and `index` allows), otherwise read from the file.
+arrow::Result<std::vector<Footer>> GatherFooters(const std::vector<ResolvedSource>& resolved,
+                                                 const StorageOptions& storage, IndexPolicy index,
+                                                 Stats* stats) {
+  std::vector<Footer> footers;
+  int64_t used = 0, stale = 0;
+  for (const auto& source : resolved) {
+    std::optional<std::vector<Footer>> from_summary;
+    if (index != IndexPolicy::kIgnore && !source.summary.path.empty()) {
+      ARROW_ASSIGN_OR_RAISE(from_summary, ReadSummaryFooters(source, index, stats));
+      ++(from_summary.has_value() ? used : stale);
+    }
+    if (!from_summary.has_value()) {
+      ARROW_ASSIGN_OR_RAISE(from_summary,
+                            ReadFooters(source.files, storage.ResolvedMetadataThreads(), stats));
+    }
+    for (auto& footer : *from_summary) footers.push_back(std::move(footer));
+  }
+  if (stats != nullptr) stats->SetIndexUse(used, stale);
+  return footers;
 }
 
 }  // namespace
@@ -184,16 +161,25 @@ arrow::Result<ManifestFile> DescribeFile(const SourceFile& source, const Footer&
 arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const std::vector<std::string>& source_list,
                                                         const std::vector<std::string>& columns,
                                                         const StorageOptions& storage,
-                                                        const RetryCounter& retries) {
+                                                        const RetryCounter& retries,
+                                                        IndexPolicy index, Stats* stats) {
   // The loader's Validate() rejects an empty list; a direct caller gets the same answer.
   if (source_list.empty()) {
     return arrow::Status::Invalid("source: no file, directory or glob was given");
   }
-  ARROW_ASSIGN_OR_RAISE(auto sources, ResolveSources(source_list, storage, retries));
+  const auto started = Stats::Clock::now();
+  ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveSourceList(source_list, storage, retries));
+  ARROW_ASSIGN_OR_RAISE(auto footers, GatherFooters(resolved, storage, index, stats));
+  if (stats != nullptr) stats->AddMetadataTime(Stats::Clock::now() - started);
+  std::vector<SourceFile> sources;
+  for (auto& source : resolved) {
+    for (auto& file : source.files) sources.push_back(std::move(file));
+  }
   // Each source resolves to at least one file or fails.
   ARROW_DCHECK(!sources.empty());
-  ARROW_ASSIGN_OR_RAISE(auto footers, ReadFooters(sources));
-  const arrow::Schema& first = *footers[0].schema;
+  // Held apart: the footers are dropped one by one below.
+  const std::shared_ptr<arrow::Schema> first_schema = footers[0].schema;
+  const arrow::Schema& first = *first_schema;
   const std::string& first_path = sources[0].display;
 
   auto manifest = std::make_shared<Manifest>();
@@ -204,23 +190,50 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const std::vector<std::s
     ARROW_ASSIGN_OR_RAISE(auto file, DescribeFile(sources[i], footers[i], first, first_path, fields,
                                                   columns.empty()));
     // Column metadata is decoded lazily and may throw (encrypted columns, corrupt footers).
-    ARROW_RETURN_NOT_OK(WithContext(CatchAll([&]() -> arrow::Status {
-                                      BEGIN_PARQUET_CATCH_EXCEPTIONS
-                                      return AddUnits(i, file, &manifest->units_,
-                                                      &manifest->num_rows_, &fingerprint);
-                                      END_PARQUET_CATCH_EXCEPTIONS
-                                    }),
-                                    "'" + file.source.display + "' could not be read as Parquet"));
+    ARROW_RETURN_NOT_OK(
+        WithContext(CatchAll([&]() -> arrow::Status {
+                      BEGIN_PARQUET_CATCH_EXCEPTIONS
+                      ARROW_ASSIGN_OR_RAISE(auto metadata, DecodeFooter(footers[i].serialized));
+                      ARROW_RETURN_NOT_OK(AddUnits(i, file, *metadata, &manifest->units_,
+                                                   &manifest->num_rows_, &fingerprint));
+                      file.footer = std::move(footers[i].serialized);
+                      return arrow::Status::OK();
+                      END_PARQUET_CATCH_EXCEPTIONS
+                    }),
+                    "'" + file.source.display + "' could not be read as Parquet"));
     manifest->files_.push_back(std::move(file));
+    footers[i] = Footer();  // the decoded form is dropped file by file
   }
   manifest->fingerprint_ = fingerprint.Hex();
+#ifdef __GLIBC__
+  // Decoding footers left megabytes per thousand row groups freed in malloc's arenas (Thrift
+  // objects, not Arrow buffers): give them back, or the rank keeps the peak for good.
+  malloc_trim(0);
+#endif
   return manifest;
+}
+
+int64_t Manifest::HeldBytes() const {
+  int64_t bytes = static_cast<int64_t>(sizeof(Manifest) + units_.capacity() * sizeof(Unit) +
+                                       files_.capacity() * sizeof(ManifestFile));
+  for (const auto& file : files_) {
+    bytes += static_cast<int64_t>(file.footer.capacity() + file.source.path.capacity() +
+                                  file.source.display.capacity() +
+                                  file.leaf_columns.capacity() * sizeof(int));
+    for (const auto& leaves : file.column_leaves) {
+      bytes += static_cast<int64_t>(sizeof(leaves) + leaves.capacity() * sizeof(int));
+    }
+  }
+  return bytes;
 }
 
 arrow::Status CheckNoNullsByStatistics(const Manifest& manifest,
                                        const std::vector<std::string>& columns) {
-  for (const auto& file : manifest.files()) {
-    const auto& metadata = *file.metadata;
+  for (size_t i = 0; i < manifest.files().size(); ++i) {
+    const auto& file = manifest.files()[i];
+    if (columns.empty()) break;
+    ARROW_ASSIGN_OR_RAISE(auto decoded, manifest.FileMetadata(static_cast<int32_t>(i)));
+    const auto& metadata = *decoded;
     for (const auto& name : columns) {
       const int field = manifest.schema()->GetFieldIndex(name);
       if (field < 0) continue;

@@ -10,14 +10,20 @@
 #include <string>
 #include <vector>
 
+#include "manifest/footer_cache.h"
 #include "manifest/source.h"
+#include "stoker/options.h"
+#include "telemetry/stats.h"
 
 namespace stoker {
 
 /// A Parquet file of the dataset with its footer, read once.
 struct ManifestFile {
   SourceFile source;
-  std::shared_ptr<parquet::FileMetaData> metadata;
+  /// The footer, Thrift-serialized (Manifest::FileMetadata decodes it): a few hundred bytes
+  /// per row group where the decoded form takes kilobytes, so a million row groups fit in a
+  /// few hundred MB.
+  std::string footer;
   /// Leaf column indices in this file that hold the projected columns.
   std::vector<int> leaf_columns;
   /// The same, per projected column (parallel to Manifest::schema()).
@@ -41,15 +47,24 @@ struct Unit {
 /// fingerprint of it all. Immutable once made; shared by every epoch of a loader.
 class Manifest {
  public:
-  /// Resolves the sources, reads every footer (in parallel) and checks that the files agree
-  /// on `columns` (all of the first file's columns when empty).
+  /// Resolves the sources, takes every file's footer (from a directory's summary file
+  /// `_metadata` as `index` says, otherwise read, storage.metadata_threads at a time) and
+  /// checks that the files agree on `columns` (all of the first file's columns when empty).
+  /// Counts the metadata requests and time in `stats` when it is not null. The manifest is
+  /// the same whether footers come from the summary or the files.
   static arrow::Result<std::shared_ptr<Manifest>> Make(const std::vector<std::string>& sources,
                                                        const std::vector<std::string>& columns,
                                                        const StorageOptions& storage = {},
-                                                       const RetryCounter& retries = nullptr);
+                                                       const RetryCounter& retries = nullptr,
+                                                       IndexPolicy index = IndexPolicy::kUse,
+                                                       Stats* stats = nullptr);
 
   /// The files in dataset order.
   const std::vector<ManifestFile>& files() const { return files_; }
+  /// File `file`'s footer, decoded (the last FooterCache::kCapacity decoded are kept).
+  arrow::Result<std::shared_ptr<parquet::FileMetaData>> FileMetadata(int32_t file) const {
+    return footers_.Get(file, files_[file].footer);
+  }
   /// Non-empty row groups in dataset order (file order, then row-group order).
   const std::vector<Unit>& units() const { return units_; }
   /// The projected columns, in output order, as Arrow reads them.
@@ -58,6 +73,9 @@ class Manifest {
   int64_t num_rows() const { return num_rows_; }
   /// Digest of the ordered file identities (path, size, mtime) and row-group row counts.
   const std::string& fingerprint() const { return fingerprint_; }
+  /// Bytes the manifest holds (serialized footers, units, paths, leaf lists; not the few
+  /// footers FooterCache keeps decoded), for the memory curve in docs/large-datasets.md.
+  int64_t HeldBytes() const;
 
  private:
   std::vector<ManifestFile> files_;
@@ -65,6 +83,7 @@ class Manifest {
   std::shared_ptr<arrow::Schema> schema_;
   int64_t num_rows_ = 0;
   std::string fingerprint_;
+  FooterCache footers_;
 };
 
 /// Rejects `columns` when Parquet statistics prove a row group holds nulls in them (tensor

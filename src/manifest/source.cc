@@ -37,32 +37,43 @@ SourceFile ToSourceFile(const std::shared_ptr<arrow::fs::FileSystem>& fs,
   return file;
 }
 
-// Lists regular files under `dir` (recursively) whose path satisfies `keep`, sorted.
-template <typename Keep>
-arrow::Result<std::vector<SourceFile>> ListFiles(const std::shared_ptr<arrow::fs::FileSystem>& fs,
-                                                 const std::string& dir, Keep keep) {
+}  // namespace
+
+std::string RelativeTo(const std::string& dir, const std::string& path) {
+  std::string prefix = dir;
+  if (!prefix.empty() && prefix.back() != '/') prefix += '/';
+  return path.rfind(prefix, 0) == 0 ? path.substr(prefix.size()) : path;
+}
+
+namespace {
+
+void SortByPath(std::vector<SourceFile>* files) {
+  std::sort(files->begin(), files->end(),
+            [](const SourceFile& a, const SourceFile& b) { return a.path < b.path; });
+}
+
+// Lists regular files under `dir` (recursively), sorted; hidden paths are left out.
+arrow::Result<std::vector<arrow::fs::FileInfo>> ListVisible(
+    const std::shared_ptr<arrow::fs::FileSystem>& fs, const std::string& dir) {
   arrow::fs::FileSelector selector;
   selector.base_dir = dir;
   selector.recursive = true;
   ARROW_ASSIGN_OR_RAISE(auto infos, fs->GetFileInfo(selector));
-  std::vector<SourceFile> files;
-  for (const auto& info : infos) {
-    if (info.type() == arrow::fs::FileType::File && keep(info.path())) {
-      files.push_back(ToSourceFile(fs, info));
+  std::vector<arrow::fs::FileInfo> files;
+  for (auto& info : infos) {
+    if (info.type() == arrow::fs::FileType::File && !IsHiddenPath(RelativeTo(dir, info.path()))) {
+      files.push_back(std::move(info));
     }
   }
-  std::sort(files.begin(), files.end(),
-            [](const SourceFile& a, const SourceFile& b) { return a.path < b.path; });
   return files;
 }
 
 // The files a glob matches. `location` is the source made absolute, `base` the part of it
 // before the glob and `base_path` that part in `fs`'s own terms.
-arrow::Result<std::vector<SourceFile>> ResolveGlob(const std::string& source,
-                                                   const std::string& location,
-                                                   const std::string& base,
-                                                   const std::shared_ptr<arrow::fs::FileSystem>& fs,
-                                                   const std::string& base_path) {
+arrow::Result<ResolvedSource> ResolveGlob(const std::string& source, const std::string& location,
+                                          const std::string& base,
+                                          const std::shared_ptr<arrow::fs::FileSystem>& fs,
+                                          const std::string& base_path) {
   // The pattern in the filesystem's own path terms: the base's path, then the rest.
   std::string pattern = base_path;
   if (!pattern.empty() && pattern.back() == '/') pattern.pop_back();
@@ -71,41 +82,68 @@ arrow::Result<std::vector<SourceFile>> ResolveGlob(const std::string& source,
   if (base_info.type() != arrow::fs::FileType::Directory) {
     return NotFound("source '", source, "': directory '", base, "' does not exist");
   }
-  ARROW_ASSIGN_OR_RAISE(auto files, ListFiles(fs, base_path, [&](const std::string& path) {
-                          return fnmatch(pattern.c_str(), path.c_str(), FNM_PATHNAME) == 0;
-                        }));
-  if (files.empty()) {
+  ARROW_ASSIGN_OR_RAISE(auto infos, ListVisible(fs, base_path));
+  ResolvedSource resolved;
+  for (const auto& info : infos) {
+    if (fnmatch(pattern.c_str(), info.path().c_str(), FNM_PATHNAME) == 0) {
+      resolved.files.push_back(ToSourceFile(fs, info));
+    }
+  }
+  if (resolved.files.empty()) {
     return NotFound("source '", source, "': the glob matches no file");
   }
-  return files;
+  SortByPath(&resolved.files);
+  return resolved;
+}
+
+// The *.parquet files under directory `dir`, and its summary file if it has one (the
+// summary itself is hidden, so it is looked for apart from the listing's data files).
+arrow::Result<ResolvedSource> ResolveDirectory(const std::string& source,
+                                               const std::shared_ptr<arrow::fs::FileSystem>& fs,
+                                               std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  arrow::fs::FileSelector selector;
+  selector.base_dir = dir;
+  selector.recursive = true;
+  ARROW_ASSIGN_OR_RAISE(auto infos, fs->GetFileInfo(selector));
+  ResolvedSource resolved;
+  resolved.root = dir;
+  for (const auto& info : infos) {
+    if (info.type() != arrow::fs::FileType::File) continue;
+    const std::string relative = RelativeTo(dir, info.path());
+    if (relative == kSummaryFileName) {
+      resolved.summary = ToSourceFile(fs, info);
+    } else if (!IsHiddenPath(relative) && EndsWith(relative, ".parquet")) {
+      resolved.files.push_back(ToSourceFile(fs, info));
+    }
+  }
+  if (resolved.files.empty()) {
+    return arrow::Status::Invalid("source '", source, "': directory contains no *.parquet files");
+  }
+  SortByPath(&resolved.files);
+  return resolved;
 }
 
 // A file, or the *.parquet files under a directory.
-arrow::Result<std::vector<SourceFile>> ResolvePath(const std::string& source,
-                                                   const std::shared_ptr<arrow::fs::FileSystem>& fs,
-                                                   const std::string& path) {
+arrow::Result<ResolvedSource> ResolvePath(const std::string& source,
+                                          const std::shared_ptr<arrow::fs::FileSystem>& fs,
+                                          const std::string& path) {
   ARROW_ASSIGN_OR_RAISE(auto info, fs->GetFileInfo(path));
   switch (info.type()) {
-    case arrow::fs::FileType::File:
-      return std::vector<SourceFile>{ToSourceFile(fs, info)};
-    case arrow::fs::FileType::Directory: {
-      ARROW_ASSIGN_OR_RAISE(auto files, ListFiles(fs, path, [](const std::string& file) {
-                              return EndsWith(file, ".parquet");
-                            }));
-      if (files.empty()) {
-        return arrow::Status::Invalid("source '", source,
-                                      "': directory contains no *.parquet files");
-      }
-      return files;
+    case arrow::fs::FileType::File: {
+      ResolvedSource resolved;
+      resolved.files.push_back(ToSourceFile(fs, info));
+      return resolved;
     }
+    case arrow::fs::FileType::Directory:
+      return ResolveDirectory(source, fs, path);
     default:
       return NotFound("source '", source, "': no such file or directory");
   }
 }
 
-arrow::Result<std::vector<SourceFile>> ResolveOne(const std::string& source,
-                                                  const StorageOptions& storage,
-                                                  const RetryCounter& retries) {
+arrow::Result<ResolvedSource> ResolveOne(const std::string& source, const StorageOptions& storage,
+                                         const RetryCounter& retries) {
   std::string location = source;
   if (!IsUri(source)) {
     location = std::filesystem::absolute(source).lexically_normal().string();
@@ -126,11 +164,23 @@ arrow::Result<std::vector<SourceFile>> ResolveOne(const std::string& source,
 
 }  // namespace
 
-arrow::Result<std::vector<SourceFile>> ResolveSources(const std::vector<std::string>& sources,
-                                                      const StorageOptions& storage,
-                                                      const RetryCounter& retries) {
+bool IsHiddenPath(const std::string& relative_path) {
+  size_t start = 0;
+  while (start < relative_path.size()) {
+    const char first = relative_path[start];
+    if (first == '_' || first == '.') return true;
+    const size_t slash = relative_path.find('/', start);
+    if (slash == std::string::npos) break;
+    start = slash + 1;
+  }
+  return false;
+}
+
+arrow::Result<std::vector<ResolvedSource>> ResolveSourceList(
+    const std::vector<std::string>& sources, const StorageOptions& storage,
+    const RetryCounter& retries) {
   // Errors that already name the source pass through; the store's own are explained.
-  std::vector<SourceFile> all;
+  std::vector<ResolvedSource> all;
   std::set<std::string> seen;
   for (const auto& source : sources) {
     auto resolved = ResolveOne(source, storage, retries);
@@ -139,16 +189,26 @@ arrow::Result<std::vector<SourceFile>> ResolveSources(const std::vector<std::str
       if (status.message().find(source) != std::string::npos) return status;
       return ExplainStorageError(status, source);
     }
-    auto files = std::move(*resolved);
-    for (auto& file : files) {
+    for (const auto& file : resolved->files) {
       const std::string key = file.filesystem->type_name() + ":" + file.path;
       if (!seen.insert(key).second) {
         return arrow::Status::Invalid("file '", file.path,
                                       "' is named by more than one source; each row would be "
                                       "read twice");
       }
-      all.push_back(std::move(file));
     }
+    all.push_back(std::move(*resolved));
+  }
+  return all;
+}
+
+arrow::Result<std::vector<SourceFile>> ResolveSources(const std::vector<std::string>& sources,
+                                                      const StorageOptions& storage,
+                                                      const RetryCounter& retries) {
+  ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveSourceList(sources, storage, retries));
+  std::vector<SourceFile> all;
+  for (auto& source : resolved) {
+    for (auto& file : source.files) all.push_back(std::move(file));
   }
   return all;
 }

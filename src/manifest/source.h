@@ -27,10 +27,43 @@ struct SourceFile {
   int64_t mtime_ns = 0;
 };
 
+/// Name of the Parquet summary file (every data file's footer in one, each row group's
+/// column chunks naming their file) that pyarrow, Dask and Spark write beside a dataset.
+inline constexpr char kSummaryFileName[] = "_metadata";
+
+/// What one source resolved to: its data files and, for a directory holding one, its
+/// summary file.
+struct ResolvedSource {
+  /// The data files, in sorted path order.
+  std::vector<SourceFile> files;
+  /// The directory's kSummaryFileName when the source is a directory that has one; its
+  /// `path` is empty otherwise.
+  SourceFile summary;
+  /// The directory (in its filesystem's terms, no trailing slash) when the source is one
+  /// (the summary's file paths are relative to it); empty for files and globs.
+  std::string root;
+};
+
+/// `path` relative to the directory `dir` (both in one filesystem's terms); `path` itself
+/// when it is not below `dir`.
+std::string RelativeTo(const std::string& dir, const std::string& path);
+
+/// True for a path (relative to the directory or glob base that listed it) no dataset
+/// reader treats as data: a component starting with '_' or '.' (`_metadata`,
+/// `_common_metadata`, `_SUCCESS`, `_temporary/`, `.part-0.parquet.crc`, hidden files).
+bool IsHiddenPath(const std::string& relative_path);
+
 /// Resolves files, directories (recursive *.parquet), globs (* ? [..] within one path
 /// component) and URIs (s3://bucket/prefix/, s3://bucket/path/*.parquet, ...) to files:
-/// each source's files in sorted path order, sources in the order given. A missing path, an empty
-/// directory, a glob that matches nothing, or a file named twice is an error that names it.
+/// each source's files in sorted path order, sources in the order given. Directories and
+/// globs skip hidden paths (IsHiddenPath); a file named explicitly is taken as it is. A
+/// missing path, an empty directory, a glob that matches nothing, or a file named twice is
+/// an error that names it.
+arrow::Result<std::vector<ResolvedSource>> ResolveSourceList(
+    const std::vector<std::string>& sources, const StorageOptions& storage = {},
+    const RetryCounter& retries = nullptr);
+
+/// ResolveSourceList's data files, all sources together.
 arrow::Result<std::vector<SourceFile>> ResolveSources(const std::vector<std::string>& sources,
                                                       const StorageOptions& storage = {},
                                                       const RetryCounter& retries = nullptr);

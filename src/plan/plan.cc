@@ -4,6 +4,7 @@
 #include <arrow/util/logging.h>
 
 #include <algorithm>
+#include <type_traits>
 
 namespace stoker {
 
@@ -302,6 +303,15 @@ void EpochPlan::LocateRealRange(int64_t begin, int64_t end, RowSource* out) cons
     source.unit_in_window = unit;
     source.row = k - unit_offsets[unit];
   }
+}
+
+int64_t EpochPlan::HeldBytes() const {
+  auto bytes = [](const auto& v) {
+    return static_cast<int64_t>(v.capacity() *
+                                sizeof(typename std::decay_t<decltype(v)>::value_type));
+  };
+  return static_cast<int64_t>(sizeof(EpochPlan)) + bytes(unit_order_) + bytes(unit_offset_) +
+         bytes(windows_) + bytes(segments_) + bytes(segment_offset_) + bytes(window_schedule_);
 }
 
 }  // namespace stoker

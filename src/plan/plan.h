@@ -119,6 +119,9 @@ class EpochPlan {
   /// Where the rank-local offsets [begin, end) come from, in order: one pass that walks the
   /// segments and builds each window's permutation once (what a batch needs).
   void LocateRange(int64_t begin, int64_t end, std::vector<RowSource>* out) const;
+  /// Bytes the plan holds (its tables; 12 per unit plus 40 per window and a few per
+  /// segment), for the memory curve in docs/large-datasets.md.
+  int64_t HeldBytes() const;
 
  private:
   /// Permutes the units and cuts them into windows (fills unit_order_, unit_offset_,

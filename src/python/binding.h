@@ -96,5 +96,6 @@ void BindServe(nb::module_& m);         // serve.cc: Server, encode_ticket, deco
 void BindTransformOps(nb::module_& m);  // transform_ops.cc: transform_ops
 void BindFaultProbe(nb::module_& m);    // fault_probe.cc: FaultProbe
 void BindTrace(nb::module_& m);         // trace.cc: TraceRing
+void BindIndex(nb::module_& m);         // index.cc: write_index
 
 }  // namespace stoker::python

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "manifest/manifest.h"
+#include "plan/plan.h"
 #include "python/binding.h"
 #include "stoker/flight_service.h"
 #include "transform/transform_spec.h"
@@ -140,6 +141,11 @@ nb::dict Stats(const PyLoader& self) {
   out["requests"] = s.requests;
   out["bytes_fetched"] = s.bytes_fetched;
   out["retries"] = s.retries;
+  out["metadata_requests"] = s.metadata_requests;
+  out["metadata_bytes"] = s.metadata_bytes;
+  out["metadata_seconds"] = s.metadata_seconds;
+  out["index_used"] = s.index_used;
+  out["index_stale"] = s.index_stale;
   out["cache_hits"] = s.cache_hits;
   out["cache_misses"] = s.cache_misses;
   out["cache_bytes_read"] = s.cache_bytes_read;
@@ -174,6 +180,9 @@ nb::dict Dataset(const PyLoader& self) {
   out["filter_digest"] = loader.filter_digest();
   out["row_groups"] = static_cast<int64_t>(manifest.units().size());
   out["fingerprint"] = manifest.fingerprint();
+  out["manifest_bytes"] = manifest.HeldBytes();
+  auto plan = loader.PlanEpoch(0);
+  out["plan_bytes"] = plan.ok() ? plan->HeldBytes() : int64_t{0};
   out["shuffle_window"] = loader.options().ResolvedShuffleWindow();
   return out;
 }

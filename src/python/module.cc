@@ -50,4 +50,5 @@ NB_MODULE(_core, m) {
   py::BindTransformOps(m);
   py::BindFaultProbe(m);
   py::BindTrace(m);
+  py::BindIndex(m);
 }

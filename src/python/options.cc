@@ -197,6 +197,7 @@ void BindStorageOptions(nb::module_& m) {
       .Field("connect_timeout", &StorageOptions::connect_timeout)
       .Field("request_timeout", &StorageOptions::request_timeout)
       .Field("io_threads", &StorageOptions::io_threads)
+      .Field("metadata_threads", &StorageOptions::metadata_threads)
       .Finish();
 }
 
@@ -247,6 +248,12 @@ void BindLoaderOptions(nb::module_& m) {
       .Field("trace_events", &LoaderOptions::trace_events)
       .Field("pinned_output", &LoaderOptions::pinned_output)
       .Field("storage", &LoaderOptions::storage)
+      .Property(
+          "index", [](const LoaderOptions& o) { return std::string(IndexPolicyName(o.index)); },
+          // None: the default, "use".
+          [](LoaderOptions& o, const std::optional<std::string>& name) {
+            o.index = name.has_value() ? ValueOrThrow(ParseIndexPolicy(*name)) : IndexPolicy::kUse;
+          })
       .Field("transforms", &LoaderOptions::transforms)
       .Property("filter", &SerializedFilter, &SetSerializedFilter)
       .Finish()

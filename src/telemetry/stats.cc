@@ -28,6 +28,15 @@ void Stats::AddRequest(int64_t bytes) {
   bytes_fetched_.fetch_add(bytes, std::memory_order_relaxed);
 }
 
+void Stats::AddMetadataRequest(int64_t bytes) {
+  metadata_requests_.fetch_add(1, std::memory_order_relaxed);
+  metadata_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+void Stats::AddMetadataTime(Clock::duration elapsed) {
+  metadata_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
+}
+
 void Stats::AddCacheHit(int64_t bytes) {
   cache_hits_.fetch_add(1, std::memory_order_relaxed);
   cache_bytes_read_.fetch_add(bytes, std::memory_order_relaxed);
@@ -105,6 +114,11 @@ StatsSnapshot Stats::Snapshot() const {
   s.requests = requests_.load(std::memory_order_relaxed);
   s.bytes_fetched = bytes_fetched_.load(std::memory_order_relaxed);
   s.retries = retries_->load(std::memory_order_relaxed);
+  s.metadata_requests = metadata_requests_.load(std::memory_order_relaxed);
+  s.metadata_bytes = metadata_bytes_.load(std::memory_order_relaxed);
+  s.metadata_seconds = Seconds(metadata_ns_);
+  s.index_used = index_used_.load(std::memory_order_relaxed);
+  s.index_stale = index_stale_.load(std::memory_order_relaxed);
   s.cache_hits = cache_hits_.load(std::memory_order_relaxed);
   s.cache_misses = cache_misses_.load(std::memory_order_relaxed);
   s.cache_bytes_read = cache_bytes_read_.load(std::memory_order_relaxed);

@@ -24,6 +24,16 @@ class Stats {
 
   void AddRead(int64_t bytes, Clock::duration elapsed);
   void AddRequest(int64_t bytes);
+  /// A request for metadata (a footer, the summary file) and the bytes it fetched.
+  void AddMetadataRequest(int64_t bytes);
+  /// Wall time the loader spent listing the sources and reading their metadata.
+  void AddMetadataTime(Clock::duration elapsed);
+  /// How the manifest was built: 1 from a summary file, 0 from every footer; and the summary
+  /// files found stale and set aside (index="fallback").
+  void SetIndexUse(int64_t used, int64_t stale) {
+    index_used_.store(used, std::memory_order_relaxed);
+    index_stale_.store(stale, std::memory_order_relaxed);
+  }
   void AddCacheHit(int64_t bytes);
   void AddCacheMiss() { cache_misses_.fetch_add(1, std::memory_order_relaxed); }
   void AddCacheWrite(int64_t bytes);
@@ -63,6 +73,8 @@ class Stats {
   std::atomic<int64_t> read_ns_{0}, decode_ns_{0}, assemble_ns_{0}, wait_ns_{0}, transform_ns_{0};
   std::atomic<int64_t> pruned_{0}, skipped_rows_{0};
   std::atomic<int64_t> requests_{0}, bytes_fetched_{0};
+  std::atomic<int64_t> metadata_requests_{0}, metadata_bytes_{0}, metadata_ns_{0};
+  std::atomic<int64_t> index_used_{0}, index_stale_{0};
   std::atomic<int64_t> cache_hits_{0}, cache_misses_{0}, cache_bytes_read_{0},
       cache_bytes_written_{0}, cache_evictions_{0}, cache_corrupt_{0};
   std::shared_ptr<std::atomic<int64_t>> retries_ = std::make_shared<std::atomic<int64_t>>(0);

@@ -42,6 +42,32 @@ TEST(SourceTest, GlobMatchesWithinOneComponent) {
   EXPECT_EQ(Names(files), (std::vector<std::string>{"part-0.parquet", "part-1.parquet"}));
 }
 
+TEST(SourceTest, HiddenPathsAreNeverData) {
+  EXPECT_TRUE(IsHiddenPath("_metadata"));
+  EXPECT_TRUE(IsHiddenPath("_temporary/0/part-0.parquet"));
+  EXPECT_TRUE(IsHiddenPath("day=1/.part-0.parquet.crc"));
+  EXPECT_FALSE(IsHiddenPath("day=1/part_0.parquet"));
+  EXPECT_FALSE(IsHiddenPath("a/b.parquet"));
+
+  testing::TempDir dir;
+  Touch(dir.path() / "a.parquet");
+  Touch(dir.path() / "_metadata");
+  Touch(dir.path() / "_SUCCESS");
+  Touch(dir.path() / "_hidden.parquet");
+  Touch(dir.path() / ".a.parquet");
+  Touch(dir.path() / "_temporary" / "b.parquet");
+  Touch(dir.path() / "sub" / "_c.parquet");
+  auto resolved = ResolveSourceList({dir.path().string()}).ValueOrDie();
+  ASSERT_EQ(resolved.size(), 1u);
+  EXPECT_EQ(Names(resolved[0].files), (std::vector<std::string>{"a.parquet"}));
+  EXPECT_EQ(std::filesystem::path(resolved[0].summary.path).filename(), "_metadata");
+  EXPECT_EQ(resolved[0].root, dir.path().string());
+  auto glob = ResolveSourceList({(dir.path() / "*").string()}).ValueOrDie();
+  EXPECT_EQ(Names(glob[0].files), (std::vector<std::string>{"a.parquet"}));
+  EXPECT_TRUE(glob[0].summary.path.empty());
+  EXPECT_TRUE(glob[0].root.empty());
+}
+
 TEST(SourceTest, ListKeepsSourceOrder) {
   testing::TempDir dir;
   Touch(dir.path() / "b.parquet");

@@ -1,0 +1,37 @@
+"""`stoker index SOURCE`: write a dataset directory's summary file `_metadata` (every data
+file's footer in one object, each file's size and mtime in its key-value metadata), so a loader
+starts with one listing and one read instead of a read per footer (docs/large-datasets.md)."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from stoker import _core, _options
+
+
+def write(source: str, *, storage_options: dict[str, Any] | None = None,
+          overwrite: bool = False) -> dict[str, Any]:
+    """Writes `<source>/_metadata` and returns what was written: path, files, row_groups,
+    bytes and the seconds it took."""
+    started = time.perf_counter()
+    report = _core.write_index(source, _options.storage(storage_options), overwrite)
+    report["seconds"] = round(time.perf_counter() - started, 3)
+    return report
+
+
+def format_text(report: dict[str, Any]) -> str:
+    return (f"wrote {report['path']}: {report['files']:,} files, {report['row_groups']:,} row "
+            f"groups, {report['bytes']:,} bytes in {report['seconds']:.2f} s")
+
+
+def storage_from_json(text: str | None) -> dict[str, Any] | None:
+    """The --storage-options argument: a JSON object, as Loader's storage_options."""
+    if text is None:
+        return None
+    value = json.loads(text)
+    if not isinstance(value, dict):
+        # A usage error the CLI reports in one line, as it does every ValueError.
+        raise ValueError(f"--storage-options must be a JSON object, got {text!r}")  # noqa: TRY004
+    return value

@@ -1,0 +1,236 @@
+"""The dataset index: a directory's Parquet summary file `_metadata` (written by pyarrow's
+write_metadata, Dask, or `stoker index`) builds the same manifest as the footers do (same
+fingerprint, plan and batches) from one read, and an index that no longer matches the files
+(a file added, removed, rewritten) is caught, naming the file."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+import stoker
+from conftest import assert_same_batches
+from stoker import _gen
+from stoker.cli import main as cli
+
+KW = {"batch_size": 700, "seed": 3, "shuffle_window": 3000}
+
+
+@pytest.fixture
+def dataset(tmp_path: Path) -> Path:
+    """Six files in two partition folders, uneven row groups, one file with no rows."""
+    out = tmp_path / "ds"
+    _gen.generate(out / "day=1", _gen.GenOptions(preset="criteo", rows=9000, files=3,
+                                                 row_group_size=1100), progress=False)
+    _gen.generate(out / "day=2", _gen.GenOptions(preset="criteo", rows=5000, files=2,
+                                                 row_group_size=900), progress=False)
+    schema = pq.read_schema(next((out / "day=1").glob("*.parquet")))
+    pq.write_table(schema.empty_table(), out / "day=2" / "zz-empty.parquet")
+    return out
+
+
+def write_pyarrow_summary(root: Path) -> None:
+    """`_metadata` as pyarrow's documentation (and Dask) write it: every footer, each row
+    group's column chunks naming their file relative to the root."""
+    collected = []
+    for path in sorted(root.rglob("*.parquet")):
+        metadata = pq.read_metadata(path)
+        metadata.set_file_path(path.relative_to(root).as_posix())
+        collected.append(metadata)
+    pq.write_metadata(pq.read_schema(next(root.rglob("*.parquet"))), root / "_metadata",
+                      metadata_collector=collected)
+
+
+def identity(loader: stoker.Loader) -> tuple:
+    """What the manifest decides: files in order, rows, row groups, the fingerprint."""
+    info = loader.dataset_info()
+    return info["files"], info["rows"], info["row_groups"], info["fingerprint"]
+
+
+def epoch(source: Path | str, **kwargs) -> tuple[list, stoker.Loader]:
+    loader = stoker.Loader(source, **{**KW, **kwargs})
+    return list(loader), loader
+
+
+def test_stoker_index_gives_the_manifest_of_the_footers(dataset: Path) -> None:
+    assert cli(["index", str(dataset)]) == 0
+    footers, plain = epoch(dataset, index="ignore")
+    indexed, loader = epoch(dataset)
+    assert identity(loader) == identity(plain)
+    assert_same_batches(indexed, footers)
+    assert loader.stats()["delivered_digest"] == plain.stats()["delivered_digest"]
+    stats, plain_stats = loader.stats(), plain.stats()
+    assert (stats["index_used"], stats["metadata_requests"]) == (1, 1)
+    assert (plain_stats["index_used"], plain_stats["metadata_requests"]) == (0, 6)
+    assert stats["metadata_seconds"] > 0
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"columns": ["I3", "label"]},
+    {"filter": pc.field("I1") > 50, "columns": ["row_id", "I1"]},
+    {"world_size": 3, "rank": 2, "shuffle": False},
+    {"output": "arrow", "with_row_origin": True},
+])
+def test_a_pyarrow_summary_gives_the_same_batches(dataset: Path, kwargs: dict) -> None:
+    write_pyarrow_summary(dataset)
+    footers, plain = epoch(dataset, index="ignore", **kwargs)
+    indexed, loader = epoch(dataset, **kwargs)
+    assert loader.stats()["index_used"] == 1
+    assert identity(loader) == identity(plain)
+    assert_same_batches(indexed, footers)
+
+
+def test_resume_from_an_index_continues_the_footers_epoch(dataset: Path) -> None:
+    cli(["index", str(dataset)])
+    plain = stoker.Loader(dataset, index="ignore", **KW)
+    it = iter(plain)
+    [next(it) for _ in range(4)]
+    state = plain.state_dict()
+    rest_footers = list(it)
+    resumed = stoker.Loader(dataset, **KW)
+    resumed.load_state_dict(state)
+    assert_same_batches(list(resumed), rest_footers)
+
+
+def _stale_error(dataset: Path) -> str:
+    with pytest.raises(ValueError, match="is stale") as caught:
+        stoker.Loader(dataset, **KW)
+    return str(caught.value)
+
+
+@pytest.mark.parametrize("summary", ["stoker", "pyarrow"])
+def test_a_file_added_after_the_index_is_caught(dataset: Path, summary: str) -> None:
+    cli(["index", str(dataset)]) if summary == "stoker" else write_pyarrow_summary(dataset)
+    time.sleep(0.01)
+    shutil.copy(dataset / "day=1" / "part-00000.parquet", dataset / "day=2" / "late.parquet")
+    message = _stale_error(dataset)
+    assert "late.parquet" in message and "added" in message and "stoker index" in message
+
+
+@pytest.mark.parametrize("summary", ["stoker", "pyarrow"])
+def test_a_removed_file_is_caught(dataset: Path, summary: str) -> None:
+    cli(["index", str(dataset)]) if summary == "stoker" else write_pyarrow_summary(dataset)
+    (dataset / "day=1" / "part-00001.parquet").unlink()
+    message = _stale_error(dataset)
+    assert "day=1/part-00001.parquet" in message and "removed" in message
+
+
+@pytest.mark.parametrize("summary", ["stoker", "pyarrow"])
+def test_a_rewritten_file_is_caught(dataset: Path, summary: str) -> None:
+    cli(["index", str(dataset)]) if summary == "stoker" else write_pyarrow_summary(dataset)
+    time.sleep(0.01)
+    target = dataset / "day=1" / "part-00002.parquet"
+    table = pq.read_table(target)
+    pq.write_table(table.slice(0, table.num_rows - 1), target)
+    message = _stale_error(dataset)
+    assert "part-00002.parquet" in message
+    assert ("rewritten" if summary == "stoker" else "modified") in message
+
+
+def test_a_rewrite_of_the_same_size_is_caught_by_its_mtime(dataset: Path) -> None:
+    cli(["index", str(dataset)])
+    target = dataset / "day=1" / "part-00000.parquet"
+    stat = target.stat()
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert "part-00000.parquet" in _stale_error(dataset)
+
+
+def test_fallback_reads_the_footers_and_ignore_never_reads_the_index(dataset: Path) -> None:
+    cli(["index", str(dataset)])
+    (dataset / "day=2" / "zz-empty.parquet").unlink()
+    expected, _ = epoch(dataset, index="ignore")
+    got, loader = epoch(dataset, index="fallback")
+    assert_same_batches(got, expected)
+    assert (loader.stats()["index_used"], loader.stats()["index_stale"]) == (0, 1)
+    with pytest.raises(ValueError, match="index must be 'use', 'fallback' or 'ignore'"):
+        stoker.Loader(dataset, index="rebuild", **KW)
+
+
+def test_stoker_index_refuses_to_replace_an_index_without_overwrite(dataset: Path,
+                                                                  capsys) -> None:
+    assert cli(["index", str(dataset)]) == 0
+    assert "6 files" in capsys.readouterr().out
+    assert cli(["index", str(dataset)]) == 1
+    assert "--overwrite" in capsys.readouterr().err
+    shutil.copy(dataset / "day=1" / "part-00000.parquet", dataset / "day=2" / "late.parquet")
+    assert cli(["index", "--overwrite", "--json", str(dataset)]) == 0
+    assert '"files": 7' in capsys.readouterr().out
+    epoch(dataset)  # current again
+
+
+def test_stoker_index_needs_one_schema(dataset: Path, capsys) -> None:
+    pq.write_table(pa.table({"other": [1, 2]}), dataset / "day=2" / "odd.parquet")
+    assert cli(["index", str(dataset)]) == 1
+    assert "odd.parquet" in capsys.readouterr().err
+    assert not (dataset / "_metadata").exists()
+
+
+def test_summary_and_marker_files_are_never_data(dataset: Path) -> None:
+    expected, _ = epoch(dataset, index="ignore")
+    write_pyarrow_summary(dataset)
+    shutil.copy(dataset / "_metadata", dataset / "_common_metadata")
+    (dataset / "_SUCCESS").write_bytes(b"")
+    # Spark's checksums and temporary output, and hidden copies: never read as data.
+    shutil.copy(dataset / "day=1" / "part-00000.parquet", dataset / "day=1" / ".part-9.parquet")
+    (dataset / "day=1" / ".part-00000.parquet.crc").write_bytes(b"crc")
+    (dataset / "_temporary" / "0").mkdir(parents=True)
+    shutil.copy(dataset / "day=1" / "part-00000.parquet",
+                dataset / "_temporary" / "0" / "part-7.parquet")
+    for index in ("ignore", "use"):
+        got, loader = epoch(dataset, index=index)
+        assert len(loader.files) == 6
+        assert_same_batches(got, expected)
+    got, _ = epoch(str(dataset / "*" / "*.parquet"))
+    assert_same_batches(got, expected)
+
+
+def test_on_s3_one_listing_and_one_read_give_the_footers_batches(dataset: Path) -> None:
+    pytest.importorskip("moto")
+    import json
+
+    import pyarrow.fs as pafs
+    from s3_support import KEY, SECRET, FaultProxy, MotoServer
+
+    os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+    server = MotoServer()
+    proxy = FaultProxy(server.endpoint)
+    try:
+        fs = pafs.S3FileSystem(access_key=KEY, secret_key=SECRET, scheme="http",
+                               endpoint_override=server.endpoint, region="us-east-1",
+                               allow_bucket_creation=True)
+        fs.create_dir("data")
+        for path in sorted(dataset.rglob("*.parquet")):
+            pafs.copy_files(str(path), f"data/ds/{path.relative_to(dataset).as_posix()}",
+                            destination_filesystem=fs)
+        storage = {"endpoint_override": proxy.endpoint, "scheme": "http",
+                   "region": "us-east-1", "access_key": KEY, "secret_key": SECRET}
+        # Written to the server itself: the test proxy does not relay multipart uploads.
+        direct = {**storage, "endpoint_override": server.endpoint}
+        assert cli(["index", "s3://data/ds/", "--storage-options", json.dumps(direct)]) == 0
+        local, _ = epoch(dataset)
+        footers, plain = epoch("s3://data/ds/", index="ignore", storage_options=storage)
+        before = proxy.requests
+        indexed, loader = epoch("s3://data/ds/", storage_options=storage)
+        assert identity(loader) == identity(plain)
+        assert_same_batches(indexed, footers)
+        assert_same_batches(indexed, local)
+        stats = loader.stats()
+        assert (stats["index_used"], stats["metadata_requests"]) == (1, 1)
+        assert plain.stats()["metadata_requests"] == 6  # one ranged GET per footer, no HEAD
+        # Startup: what the source is (a HEAD and a one-key listing), one listing page, the
+        # index; then data reads only.
+        assert proxy.requests - before == 2 + 1 + 1 + stats["requests"]
+        # A file rewritten on the store is caught.
+        pafs.copy_files(str(dataset / "day=1" / "part-00000.parquet"),
+                        "data/ds/day=2/part-00000.parquet", destination_filesystem=fs)
+        with pytest.raises(ValueError, match=r"s3://data/ds/day=2/part-00000.parquet' was rewritten"):
+            stoker.Loader("s3://data/ds/", storage_options=storage, **KW)
+    finally:
+        proxy.stop()
+        server.stop()
