@@ -4,6 +4,7 @@
 #pragma once
 
 #include "stoker/batch_stream.h"
+#include "stoker/cpu_budget.h"
 #include "stoker/error.h"
 #include "stoker/flight_service.h"
 #include "stoker/loader.h"

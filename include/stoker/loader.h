@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "stoker/batch_stream.h"
+#include "stoker/cpu_budget.h"
 #include "stoker/options.h"
 #include "stoker/resume.h"
 #include "stoker/stats.h"
@@ -40,7 +41,10 @@ class Loader {
   /// dataset and the options surface here, not mid-epoch.
   static arrow::Result<std::shared_ptr<Loader>> Make(LoaderOptions options);
 
+  /// The options as resolved by Make: num_threads 0 becomes cpu_budget().threads.
   const LoaderOptions& options() const { return options_; }
+  /// The CPU budget read at Make (affinity, cgroup quota, ranks per node).
+  const CpuBudget& cpu_budget() const { return cpu_budget_; }
   const Manifest& manifest() const;
   /// Columns of every batch (after the transforms, then the plan columns: kValidColumn,
   /// kFileIndexColumn, kRowInFileColumn when asked for).
@@ -104,6 +108,7 @@ class Loader {
   std::vector<int64_t> unit_rows_;
   int64_t num_rows_ = 0;
   std::shared_ptr<Stats> stats_;
+  CpuBudget cpu_budget_;
 };
 
 }  // namespace stoker

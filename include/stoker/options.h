@@ -140,7 +140,9 @@ struct LoaderOptions {
   /// kRowInFileColumn (int64), so output can be joined back to its input. Not with a filter
   /// (a filtered unit no longer knows its rows' places in the file).
   bool with_row_origin = false;
-  /// Worker threads that read, decode and assemble. 0 means the machine's cores.
+  /// Worker threads that read, decode and assemble. 0 means this rank's share of the CPUs
+  /// the process may use: CpuBudget::threads (affinity and cgroup quota over the ranks on
+  /// the node, stoker/cpu_budget.h).
   int num_threads = 0;
   /// Finished batches kept ready ahead of the consumer (>= 1). 0 means
   /// kDefaultPrefetchPerThread * num_threads.
@@ -180,6 +182,11 @@ struct LoaderOptions {
   /// Where decoded row groups and output batches are allocated (the allocator hook: a GPU
   /// build can pass a pinned-memory pool). nullptr means ResolvedMemoryPool()'s choice.
   arrow::MemoryPool* memory_pool = nullptr;
+  /// Output batches in page-locked host memory from the CUDA runtime (loaded at run time),
+  /// so copying them to a GPU is one DMA that can overlap compute. Row groups are still
+  /// decoded into ordinary memory; memory_pool, when set, takes precedence. Make fails with
+  /// NotImplemented when no CUDA runtime can be loaded.
+  bool pinned_output = false;
 
   /// Checks ranges, required fields and the storage options: the one place they are checked
   /// (the Python binding only converts types). The message names the option.

@@ -1,43 +1,20 @@
-"""The CPUs this process may use: its affinity mask and its cgroup's CPU quota."""
+"""The CPUs this process may use and this rank's share of them, as the engine reads them
+(stoker/cpu_budget.h): what ``num_threads=None`` resolves to."""
 
 from __future__ import annotations
 
-import math
-import os
-from pathlib import Path
 from typing import Any
 
-
-def cgroup_quota(root: Path = Path("/sys/fs/cgroup")) -> float | None:
-    """CPUs the process's cgroup may use (cgroup v2 ``cpu.max``, or v1 ``cpu.cfs_quota_us``
-    over ``cpu.cfs_period_us``); None when unlimited or unknown."""
-    try:
-        line = (root / _own_cgroup() / "cpu.max").read_text().split()
-        if line and line[0] != "max":
-            return int(line[0]) / int(line[1])
-        return None
-    except (OSError, ValueError, IndexError):
-        pass
-    try:
-        quota = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
-        period = int((root / "cpu" / "cpu.cfs_period_us").read_text())
-        return quota / period if quota > 0 else None
-    except (OSError, ValueError):
-        return None
-
-
-def _own_cgroup() -> str:
-    # "0::/path" on cgroup v2.
-    for line in Path("/proc/self/cgroup").read_text().splitlines():
-        if line.startswith("0::"):
-            return line[3:].lstrip("/")
-    return ""
+from stoker import _core
 
 
 def cpu_budget() -> dict[str, Any]:
-    """``affinity``: CPUs in the affinity mask; ``cgroup_quota``: the cgroup's CPU quota
-    (None: none); ``cpus``: the whole CPUs both allow."""
-    affinity = len(os.sched_getaffinity(0))
-    quota = cgroup_quota()
-    cpus = affinity if quota is None else max(1, min(affinity, math.floor(quota)))
-    return {"affinity": affinity, "cgroup_quota": quota, "cpus": cpus}
+    """``affinity``: CPUs in the affinity mask; ``cgroup_quota``: the cgroup's CPU quota in
+    CPUs (None: none); ``cpus``: the whole CPUs both allow; ``ranks_per_node`` and
+    ``ranks_from``: the ranks sharing this node and the launcher variable that said so
+    (``LOCAL_WORLD_SIZE``, ``HOROVOD_LOCAL_SIZE``, ``OMPI_COMM_WORLD_LOCAL_SIZE``,
+    ``MPI_LOCALNRANKS``, ``SLURM_NTASKS_PER_NODE``, ``SLURM_TASKS_PER_NODE``; None: none);
+    ``own_cpus``: the affinity mask is narrower than the host's CPUs, so the launcher gave
+    this rank CPUs of its own; ``threads``: ``cpus`` then, else ``cpus // ranks_per_node``,
+    at least 1."""
+    return _core.read_cpu_budget()

@@ -169,12 +169,9 @@ def _stages_report(stats: dict[str, Any]) -> dict[str, Any]:
 
 
 def _cpu_report(stats: dict[str, Any], threads: list[dict[str, Any]]) -> dict[str, Any]:
-    budget = _cpu.cpu_budget()
-    ranks = _procfs.ranks_per_node()
-    share = budget["cpus"]
-    # Ranks not pinned to their own CPUs share the host's.
-    if ranks and budget["affinity"] == os.cpu_count():
-        share = max(1, budget["cpus"] // ranks)
+    budget = _cpu.cpu_budget()  # ranks not pinned to CPUs of their own share the host's
+    ranks = budget["ranks_per_node"] if budget["ranks_from"] else None
+    share = budget["threads"]
     return {"budget": budget, "host_cpus": os.cpu_count(), "ranks_per_node": ranks,
             "share_per_rank": share,
             "threads": _thread_pools.pools(threads, stoker_threads=stats["threads"])}

@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stoker import _core, _cpu, _cursor, _options, _state
+from stoker import _core, _cuda, _cursor, _frameworks, _options, _state
 
 # Batches the batch_transform thread keeps ready when prefetch is None.
 _TRANSFORMED_AHEAD = 2
@@ -120,7 +120,8 @@ class _EpochIterator(_cursor.EpochIterator):
 
     def __init__(self, epoch: Any, output: str, progress: _cursor.Progress,
                  batch_transform: Callable[[Any], Any] | None, prefetch: int,
-                 on_close: Callable[[], None] | None = None) -> None:
+                 on_close: Callable[[], None] | None = None, device: Any = None,
+                 device_prefetch: int = 2) -> None:
         super().__init__(progress, epoch.num_batches())
         self._epoch = epoch
         self._on_close = on_close
@@ -132,6 +133,9 @@ class _EpochIterator(_cursor.EpochIterator):
             self._thread = threading.Thread(target=self._pump.run,
                                             name="stoker-batch-transform", daemon=True)
             self._thread.start()
+        self._device_stage = None
+        if device is not None:  # copies to the GPU ahead of the consumer, counted when taken
+            self._device_stage = _cuda.DeviceStage(self._host_pull, device, device_prefetch)
         _live_epochs.add(self)
 
     def _pull(self) -> tuple[int, Any] | None:
@@ -140,6 +144,11 @@ class _EpochIterator(_cursor.EpochIterator):
                 f"this epoch was started in process {self._pid} and read after a fork in "
                 f"process {os.getpid()}: its worker threads exist only in the parent. Start a "
                 f"new iter(loader) in the child (or create the Loader there)")
+        if self._device_stage is not None:
+            return self._device_stage.pull()
+        return self._host_pull()
+
+    def _host_pull(self) -> tuple[int, Any] | None:
         if self._pump is None:
             return self._reader.next()
         kind, item = self._pump.queue.get()
@@ -149,6 +158,7 @@ class _EpochIterator(_cursor.EpochIterator):
         return item
 
     def _release(self) -> None:
+        self._device_stage = None  # the batches in flight to the device
         epoch, self._epoch = self._epoch, None
         pump, self._pump = self._pump, None
         if pump is not None:
@@ -199,10 +209,13 @@ class Loader(_cursor.EpochLoader):
         with_row_origin: add ``_file_index`` (int32, an index into ``loader.files``) and
             ``_row_in_file`` (int64) to every batch, to join output back to its input. Not
             with a ``filter``.
-        num_threads: worker threads; None uses every core.
+        num_threads: worker threads; None: this rank's share of the CPUs the process may use
+            (affinity mask and cgroup quota, divided by the ranks on this node as
+            ``LOCAL_WORLD_SIZE``, Horovod, MPI or Slurm say; ``stats()["cpu_budget"]``).
         prefetch: finished batches kept ready ahead of the consumer; None: 2 per thread.
-        output: "numpy" (dict of np.ndarray), "torch" (dict of torch.Tensor) or "arrow"
-            (pyarrow.RecordBatch).
+        output: "numpy" (dict of np.ndarray), "torch" (dict of torch.Tensor), "jax" (dict
+            of jax.Array), "tensorflow" (dict of tf.Tensor) — each over the engine's buffers,
+            no copy but for bool columns — or "arrow" (pyarrow.RecordBatch).
         transforms: feature transforms run per row group in the C++ workers: a list of
             dicts such as ``{"op": "log1p", "column": "I1"}`` (docs/transforms.md).
         filter: a ``pyarrow.compute`` expression; only rows for which it is true are
@@ -240,6 +253,12 @@ class Loader(_cursor.EpochLoader):
             ui.perfetto.dev; docs/observability.md). None: no timeline.
         trace_events: the spans kept, the last ones (about 40 bytes each); 0 with a
             ``trace`` path means ``_core.DEFAULT_TRACE_EVENTS`` (262,144).
+        device: "cuda" or "cuda:N" (with ``output="torch"``): batches are assembled in
+            pinned host memory and copied to the GPU on a side stream, ``device_prefetch``
+            batches ahead of the consumer, whose stream waits on each copy's event
+            (docs/frameworks.md). None: batches stay in host memory.
+        device_prefetch: batches in flight to the device (device memory holds this many
+            plus the one being used).
     """
 
     def __init__(
@@ -273,17 +292,25 @@ class Loader(_cursor.EpochLoader):
         max_bad_fraction: float | None = _DEFAULTS.max_bad_fraction,
         trace: str | os.PathLike | None = None,
         trace_events: int = _DEFAULTS.trace_events,
+        device: str | None = None,
+        device_prefetch: int = 2,
     ) -> None:
         if trace is not None and not trace_events:
             trace_events = _core.DEFAULT_TRACE_EVENTS
         # The keyword arguments are named after LoaderOptions' fields and go there by name.
         options = _options.loader_options(source, storage_options, locals())
         _check_python_options(output, batch_transform)
+        self._device = _cuda.check_device(device, output)
+        options.pinned_output = self._device is not None
+        if device_prefetch < 1:
+            raise ValueError(f"device_prefetch must be >= 1, got {device_prefetch}")
+        self._device_prefetch = device_prefetch
         self._core = _core.Loader(options, output)  # validates, reads every footer
         self._core.warn_about_cache()
         self._output, self._batch_transform = output, batch_transform
         self._transformed_ahead = prefetch or _TRANSFORMED_AHEAD
         self._schema = pa.schema(_CapsuleSchema(self._core.schema_capsule()))
+        _frameworks.check_schema(output, self._schema)
         self._files = tuple(self._core.dataset()["files"])
         self._max_bad = (options.max_bad_units, options.max_bad_fraction)
         self._trace = None if trace is None else os.fspath(trace)
@@ -294,6 +321,11 @@ class Loader(_cursor.EpochLoader):
     def schema(self) -> pa.Schema:
         """The columns of every batch, as Arrow types."""
         return self._schema
+
+    @property
+    def output(self) -> str:
+        """What each batch is: "numpy", "torch", "jax", "tensorflow" or "arrow"."""
+        return self._output
 
     @property
     def files(self) -> list[str]:
@@ -309,7 +341,8 @@ class Loader(_cursor.EpochLoader):
         stream = self._core.start_epoch(progress.epoch, [tuple(r) for r in progress.rounds])
         on_close = None if self._trace is None else lambda: self.write_trace(self._trace)
         return _EpochIterator(stream, self._output, progress, self._batch_transform,
-                              self._transformed_ahead, on_close)
+                              self._transformed_ahead, on_close, self._device,
+                              self._device_prefetch)
 
     def write_trace(self, path: str | os.PathLike) -> None:
         """Writes the timeline kept so far (``trace=`` or ``trace_events=``) as Chrome trace
@@ -336,7 +369,6 @@ class Loader(_cursor.EpochLoader):
         stats = self._core.stats()
         lookups = stats["cache_hits"] + stats["cache_misses"]
         stats["cache_hit_rate"] = stats["cache_hits"] / lookups if lookups else None
-        stats["cpu_budget"] = _cpu.cpu_budget()
         return stats
 
     def quarantine_report(self, path: str | os.PathLike | None = None) -> dict[str, Any]:
@@ -367,13 +399,8 @@ class Loader(_cursor.EpochLoader):
 
 
 def _check_python_options(output: str, batch_transform: Any) -> None:
-    """The options the engine never sees: torch must be importable for output="torch"; a
+    """The options the engine never sees: the framework of `output` must be importable; a
     batch_transform must be callable."""
-    _core.check_output(output)
-    if output == "torch":
-        try:
-            import torch  # noqa: F401
-        except ImportError as e:
-            raise ImportError('output="torch" needs PyTorch: pip install torch') from e
+    _frameworks.check_output(output)
     if batch_transform is not None and not callable(batch_transform):
         raise TypeError(f"batch_transform must be callable, got {batch_transform!r}")

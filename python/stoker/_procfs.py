@@ -6,7 +6,6 @@ None (or leaves a value out) where the kernel lacks the file."""
 from __future__ import annotations
 
 import collections
-import os
 import re
 import time
 from pathlib import Path
@@ -141,14 +140,3 @@ def transparent_huge_pages() -> dict[str, str | None]:
         except OSError:
             out[name] = None
     return out
-
-
-def ranks_per_node() -> int | None:
-    """Processes of the same job on this host, as the launcher says (torchrun's
-    LOCAL_WORLD_SIZE, Slurm, Open MPI, MPICH); None when no launcher says."""
-    for name in ("LOCAL_WORLD_SIZE", "SLURM_NTASKS_PER_NODE", "OMPI_COMM_WORLD_LOCAL_SIZE",
-                 "MPI_LOCALNRANKS"):
-        value = os.environ.get(name, "")
-        if value.isdigit() and int(value) > 0:
-            return int(value)
-    return None

@@ -17,7 +17,7 @@ from typing import Any
 import pyarrow as pa
 from pyarrow import flight
 
-from stoker import _core, _cursor, _state
+from stoker import _core, _cursor, _frameworks, _state
 
 # FlightTimedOutError also comes from a server that released a stream its client left idle
 # longer than its stream_idle_timeout_s: reopening it from the batch needed continues the epoch.
@@ -168,7 +168,7 @@ class RemoteLoader(_cursor.EpochLoader):
         batch_size, seed, shuffle, shuffle_window, columns, drop_last: must match what the
             servers were started with (checked; None means "whatever the server has").
         rank, world_size: this trainer's data-parallel rank.
-        output: "numpy", "torch" or "arrow".
+        output: "numpy", "torch", "jax", "tensorflow" or "arrow" (as for Loader).
         token: bearer token, when the servers need one.
         tls_root_certs: PEM of the CA that signed the servers' certificates (grpc+tls://).
         reconnect_timeout: seconds to keep reconnecting to a failed server before giving up.
@@ -191,7 +191,7 @@ class RemoteLoader(_cursor.EpochLoader):
             servers = [servers]
         if not servers:
             raise ValueError("servers: give at least one grpc://host:port")
-        _core.check_output(output)
+        _frameworks.check_output(output)
         _core.validate_rank(rank, world_size)
         if isinstance(tls_root_certs, str):
             tls_root_certs = tls_root_certs.encode()
@@ -203,6 +203,8 @@ class RemoteLoader(_cursor.EpochLoader):
             "columns": list(columns) if columns is not None else None})
         self._output = output
         self._ragged = list(self._servers.config.get("ragged", []))
+        if output == "jax":
+            _frameworks.check_schema(output, self.schema)
         self._stats = {"rows": 0, "batches": 0, "bytes_received": 0, "wait_seconds": 0.0,
                        "reconnects": 0}
         self._cursor = _cursor.EpochCursor(_state.identity(self._servers.config), rank,
@@ -234,6 +236,11 @@ class RemoteLoader(_cursor.EpochLoader):
         if self._trace is None:
             raise ValueError("this loader keeps no trace: set trace_events (or trace=)")
         self._trace.write(os.fspath(path))
+
+    @property
+    def output(self) -> str:
+        """What each batch is: "numpy", "torch", "jax", "tensorflow" or "arrow"."""
+        return self._output
 
     @property
     def schema(self) -> pa.Schema:

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "assemble/column_types.h"
+#include "assemble/pinned_pool.h"
 #include "assemble/recycling_pool.h"
 #include "exec/epoch_pipeline.h"
 #include "exec/unit_reader.h"
@@ -152,10 +153,15 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
   auto source = std::make_shared<UnitSource>();
   source->output = options.output;
   source->pool = options.ResolvedMemoryPool();
-  // A pool the user chose (pinned memory) gets the batches; otherwise freed batch buffers
-  // are recycled, so batch after batch the same pages are reused instead of faulted in.
-  source->output_pool =
-      options.memory_pool != nullptr ? options.memory_pool : RecyclingPool::Default(source->pool);
+  // A pool the user chose gets the batches, or pinned memory for a GPU; otherwise freed batch
+  // buffers are recycled, so batch after batch the same pages are reused, not faulted in.
+  if (options.memory_pool != nullptr) {
+    source->output_pool = options.memory_pool;
+  } else if (options.pinned_output) {
+    ARROW_ASSIGN_OR_RAISE(source->output_pool, PinnedMemoryPool::Default());
+  } else {
+    source->output_pool = RecyclingPool::Default(source->pool);
+  }
   ARROW_ASSIGN_OR_RAISE(source->io_executor,
                         arrow::internal::ThreadPool::Make(options.storage.ResolvedIoThreads()));
   ARROW_ASSIGN_OR_RAISE(const auto read, ColumnsToRead(options, source.get()));
@@ -178,6 +184,18 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
   return source;
 }
 
+// Arrow's global CPU pool (pyarrow.compute, dataset scans in the same process) starts with a
+// thread per core in every rank; it is cut to this rank's share so eight ranks on a node do
+// not each own a pool of all its cores. Only cut, never grown: a smaller size the user chose
+// (pyarrow.set_cpu_count, OMP_NUM_THREADS) stands. Arrow's I/O pool is left as it is: its
+// threads wait on storage rather than compete for CPUs, and the loader's own range reads
+// run on an executor of StorageOptions::io_threads.
+void ShrinkArrowCpuPool(const CpuBudget& budget) {
+  if (arrow::GetCpuThreadPoolCapacity() > budget.threads) {
+    ARROW_UNUSED(arrow::SetCpuThreadPoolCapacity(budget.threads));
+  }
+}
+
 }  // namespace
 
 Loader::Loader(LoaderOptions options, std::shared_ptr<const UnitSource> source,
@@ -194,8 +212,13 @@ arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
   ARROW_RETURN_NOT_OK(EnsureComputeInitialized());
   auto stats = std::make_shared<Stats>();
   if (options.trace_events > 0) stats->EnableTrace(static_cast<size_t>(options.trace_events));
+  const CpuBudget budget = ReadCpuBudget();
+  if (options.num_threads == 0) options.num_threads = budget.threads;
+  ShrinkArrowCpuPool(budget);
   ARROW_ASSIGN_OR_RAISE(auto source, MakeUnitSource(options, stats));
-  return std::shared_ptr<Loader>(new Loader(std::move(options), std::move(source), stats));
+  auto loader = std::shared_ptr<Loader>(new Loader(std::move(options), std::move(source), stats));
+  loader->cpu_budget_ = budget;
+  return loader;
 }
 
 const Manifest& Loader::manifest() const { return *source_->manifest; }

@@ -2,8 +2,8 @@
 #include "stoker/options.h"
 
 #include <algorithm>
-#include <thread>
 
+#include "stoker/cpu_budget.h"
 #include "util/sanitizers.h"
 
 namespace stoker {
@@ -175,7 +175,7 @@ arrow::Status LoaderOptions::Validate() const {
 
 int LoaderOptions::ResolvedThreads() const {
   if (num_threads > 0) return num_threads;
-  return std::max(1u, std::thread::hardware_concurrency());
+  return ReadCpuBudget().threads;
 }
 
 int LoaderOptions::ResolvedPrefetch() const {

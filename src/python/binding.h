@@ -48,10 +48,11 @@ T ValueOrThrow(arrow::Result<T> result) {
   return std::move(result).ValueUnsafe();
 }
 
-/// What a Python consumer receives: dicts of numpy arrays or torch tensors, or Arrow batches.
-enum class Output { kNumpy, kTorch, kArrow };
+/// What a Python consumer receives: dicts of numpy arrays, torch tensors, jax.Arrays or
+/// TensorFlow tensors (all over the engine's buffers, through DLPack), or Arrow batches.
+enum class Output { kNumpy, kTorch, kJax, kTensorflow, kArrow };
 
-/// "numpy", "torch" or "arrow"; a ValueError naming the option otherwise.
+/// "numpy", "torch", "jax", "tensorflow" or "arrow"; a ValueError naming the option otherwise.
 Output ParseOutput(const std::string& output);
 
 /// An Arrow C data interface schema capsule (pyarrow imports it without copying).
@@ -60,12 +61,17 @@ nb::object SchemaCapsule(const arrow::Schema& schema);
 /// The (schema, array) capsules of the Arrow C data interface for a batch.
 nb::object BatchCapsules(const arrow::RecordBatch& batch);
 
-/// A batch as a dict of numpy arrays or torch tensors that own the batch's buffers (no copy
-/// but for bool columns): fixed-size lists become extra dimensions; each column in `ragged`
-/// becomes its values and "<name>_offsets". Nulls and non-numeric columns are errors naming
-/// the column. The one Arrow-to-tensor path: local epochs, RemoteLoader and `to_tensors`.
+/// A batch as a dict of numpy arrays, torch tensors, jax.Arrays or TensorFlow tensors that own
+/// the batch's buffers (no copy but for bool columns): fixed-size lists become extra
+/// dimensions; each column in `ragged` becomes its values and "<name>_offsets". Nulls and
+/// non-numeric columns are errors naming the column. The one Arrow-to-tensor path: local
+/// epochs, RemoteLoader and `to_tensors`.
 nb::dict ToTensors(const arrow::RecordBatch& batch, Output output,
                    const std::vector<std::string>& ragged);
+
+/// A CPU budget as a dict: affinity, cgroup_quota (None: none), cpus, ranks_per_node,
+/// ranks_from (None: no launcher variable), threads.
+nb::dict CpuBudgetDict(const CpuBudget& budget);
 
 /// A Loader as Python holds it (stoker._core.Loader, bound in loader.cc): the engine's Loader
 /// and the output kind its epochs deliver.

@@ -134,6 +134,7 @@ nb::dict Stats(const PyLoader& self) {
   out["recent_rows_per_second"] = s.recent_rows_per_second;
   out["threads"] = self.engine()->options().ResolvedThreads();
   out["io_threads"] = self.engine()->options().storage.ResolvedIoThreads();
+  out["cpu_budget"] = CpuBudgetDict(self.engine()->cpu_budget());
   out["delivered_digest"] = s.delivered_digest;
   out["transform_seconds"] = s.transform_seconds;
   out["row_groups_pruned"] = s.row_groups_pruned;
@@ -188,6 +189,18 @@ nb::dict Dataset(const PyLoader& self) {
 
 }  // namespace
 
+nb::dict CpuBudgetDict(const CpuBudget& budget) {
+  nb::dict out;
+  out["affinity"] = budget.affinity;
+  out["cgroup_quota"] = budget.cgroup_quota ? nb::cast(*budget.cgroup_quota) : nb::none();
+  out["cpus"] = budget.cpus;
+  out["ranks_per_node"] = budget.ranks_per_node;
+  out["ranks_from"] = budget.ranks_from.empty() ? nb::none() : nb::cast(budget.ranks_from);
+  out["own_cpus"] = budget.own_cpus;
+  out["threads"] = budget.threads;
+  return out;
+}
+
 PyLoader::PyLoader(LoaderOptions options, const std::string& output)
     : output_(ParseOutput(output)) {
   options.output = output_ == Output::kArrow ? OutputKind::kArrow : OutputKind::kTensor;
@@ -195,6 +208,12 @@ PyLoader::PyLoader(LoaderOptions options, const std::string& output)
 }
 
 void BindLoader(nb::module_& m) {
+  m.def(
+      "read_cpu_budget",
+      [](const std::string& cgroup_root) { return CpuBudgetDict(ReadCpuBudget(cgroup_root)); },
+      nb::arg("cgroup_root") = "/sys/fs/cgroup",
+      "The CPUs this process may use and this rank's share (what num_threads=None resolves "
+      "to): the affinity mask, the cgroup's CPU quota, the ranks on this node.");
   nb::class_<Epoch>(m, "Epoch")
       .def("wait_ready", &Epoch::WaitReady, ReleaseGil(),
            "Waits up to 100 ms; True once next() would not block.")

@@ -260,6 +260,7 @@ void BindLoaderOptions(nb::module_& m) {
       .Field("max_bad_units", &LoaderOptions::max_bad_units)
       .Field("max_bad_fraction", &LoaderOptions::max_bad_fraction)
       .Field("trace_events", &LoaderOptions::trace_events)
+      .Field("pinned_output", &LoaderOptions::pinned_output)
       .Field("storage", &LoaderOptions::storage)
       .Property(
           "index", [](const LoaderOptions& o) { return std::string(IndexPolicyName(o.index)); },

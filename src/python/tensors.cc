@@ -140,9 +140,12 @@ std::shared_ptr<arrow::RecordBatch> ImportBatch(nb::handle batch) {
 Output ParseOutput(const std::string& output) {
   if (output == "numpy") return Output::kNumpy;
   if (output == "torch") return Output::kTorch;
+  if (output == "jax") return Output::kJax;
+  if (output == "tensorflow") return Output::kTensorflow;
   if (output == "arrow") return Output::kArrow;
   throw StatusError(arrow::Status::Invalid(
-      "output must be \"numpy\", \"torch\" or \"arrow\", got \"", output, "\""));
+      "output must be \"numpy\", \"torch\", \"jax\", \"tensorflow\" or \"arrow\", got \"", output,
+      "\""));
 }
 
 nb::object SchemaCapsule(const arrow::Schema& schema) {
@@ -164,10 +167,18 @@ nb::object BatchCapsules(const arrow::RecordBatch& batch) {
 nb::dict ToTensors(const arrow::RecordBatch& batch, Output output,
                    const std::vector<std::string>& ragged) {
   nb::dict columns;
-  if (output == Output::kTorch) {
-    AddColumns<nb::pytorch>(batch, ragged, columns);
-  } else {
-    AddColumns<nb::numpy>(batch, ragged, columns);
+  switch (output) {
+    case Output::kTorch:
+      AddColumns<nb::pytorch>(batch, ragged, columns);
+      break;
+    case Output::kJax:
+      AddColumns<nb::jax>(batch, ragged, columns);
+      break;
+    case Output::kTensorflow:
+      AddColumns<nb::tensorflow>(batch, ragged, columns);
+      break;
+    default:
+      AddColumns<nb::numpy>(batch, ragged, columns);
   }
   return columns;
 }
@@ -178,17 +189,20 @@ void BindTensors(nb::module_& m) {
       [](nb::handle batch, const std::string& output, const std::vector<std::string>& ragged) {
         const Output kind = ParseOutput(output);
         if (kind == Output::kArrow) {
-          throw StatusError(arrow::Status::Invalid("to_tensors makes \"numpy\" or \"torch\""));
+          throw StatusError(arrow::Status::Invalid(
+              "to_tensors makes \"numpy\", \"torch\", \"jax\" or \"tensorflow\" columns"));
         }
         return ToTensors(*ImportBatch(batch), kind, ragged);
       },
       nb::arg("batch"), nb::arg("output") = "numpy", nb::arg("ragged") = std::vector<std::string>{},
-      "A pyarrow.RecordBatch as a dict of numpy arrays or torch tensors over its buffers, as a "
+      "A pyarrow.RecordBatch as a dict of numpy arrays, torch tensors, jax.Arrays or TensorFlow "
+      "tensors over its buffers, as a "
       "Loader delivers it (fixed-size lists as extra dimensions; each `ragged` column as values "
       "and '<name>_offsets').");
   m.def(
       "check_output", [](const std::string& output) { ParseOutput(output); }, nb::arg("output"),
-      "Raises ValueError unless output is \"numpy\", \"torch\" or \"arrow\".");
+      "Raises ValueError unless output is \"numpy\", \"torch\", \"jax\", \"tensorflow\" or "
+      "\"arrow\".");
 }
 
 }  // namespace stoker::python

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <set>
 
@@ -72,6 +74,18 @@ TEST_F(LoaderTest, SameBatchesWhateverTheThreadCount) {
     options.prefetch = threads == 8 ? 1 : 0;
     ExpectSameBatches(one, ReadEpoch(options));
   }
+}
+
+TEST_F(LoaderTest, DefaultThreadsAreThisRanksCpuBudget) {
+  setenv("LOCAL_WORLD_SIZE", "2", 1);  // this test's own process (ctest runs each apart)
+  auto options = Options(dir_);
+  auto loader = Loader::Make(options).ValueOrDie();
+  EXPECT_EQ(loader->cpu_budget().ranks_per_node, 2);
+  EXPECT_EQ(loader->options().num_threads, loader->cpu_budget().threads);
+  EXPECT_EQ(loader->cpu_budget().threads, std::max(1, loader->cpu_budget().cpus / 2));
+  options.num_threads = 3;  // asked for: kept
+  EXPECT_EQ(Loader::Make(options).ValueOrDie()->options().num_threads, 3);
+  unsetenv("LOCAL_WORLD_SIZE");
 }
 
 TEST_F(LoaderTest, ExactBatchesCoverEveryRowOnce) {

@@ -1,0 +1,77 @@
+"""Rows per second delivered into each framework: the same shuffled epoch read as numpy,
+torch, jax, tensorflow (dict of tensors), through stoker.tf.dataset (tf.data) and through
+stoker.keras.PyDataset — alternating, medians of --repeats (docs/frameworks.md). Every framework's
+array is made when the batch is handed over (DLPack imports are eager), so the consumer only
+counts rows: indexing a jax.Array or tf.Tensor would launch an op per column and measure
+that framework's dispatch instead.
+
+    python benchmarks/framework_rates.py --rows 2000000 --repeats 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from statistics import median
+
+ROUTES = ("numpy", "torch", "jax", "tensorflow", "tf.data", "keras.PyDataset")
+
+
+def epoch_rate(source: Path, route: str, batch_size: int) -> float:
+    import stoker
+
+    output = {"tf.data": "tensorflow", "keras.PyDataset": "numpy"}.get(route, route)
+    loader = stoker.Loader(source, batch_size=batch_size, output=output, seed=1)
+    start = time.perf_counter()
+    rows = 0
+    if route == "tf.data":
+        import stoker.tf
+        batches = iter(stoker.tf.dataset(loader))
+    elif route == "keras.PyDataset":
+        import stoker.keras
+        data = stoker.keras.PyDataset(loader)
+        batches = (data[i] for i in range(len(data)))
+    else:
+        batches = iter(loader)
+    for batch in batches:
+        rows += next(iter(batch.values())).shape[0]
+    return rows / (time.perf_counter() - start)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=4096)
+    parser.add_argument("--json", help="also write the figures here")
+    args = parser.parse_args()
+    import jax
+    jax.config.update("jax_enable_x64", True)  # Stoker's int64 columns stay int64
+    from stoker import _gen
+
+    work = Path(tempfile.mkdtemp(prefix="stoker-framework-rates-"))
+    _gen.generate(work / "criteo", _gen.GenOptions(preset="criteo", rows=args.rows, files=4),
+                  progress=False)
+    for route in ROUTES:  # warm-up: page cache, imports, first touch
+        epoch_rate(work / "criteo", route, args.batch_size)
+    rates: dict[str, list[float]] = {route: [] for route in ROUTES}
+    for _ in range(args.repeats):
+        for route in ROUTES:
+            rates[route].append(epoch_rate(work / "criteo", route, args.batch_size))
+    numpy = median(rates["numpy"])
+    result = {route: {"rows_per_second": median(r), "vs_numpy": median(r) / numpy,
+                      "runs": r} for route, r in rates.items()}
+    for route, figures in result.items():
+        print(f"{route:>16}: {figures['rows_per_second'] / 1e6:6.2f} M rows/s "
+              f"({figures['vs_numpy']:.2f}x numpy)")
+    if args.json:
+        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#pragma once
+
+#include <optional>
+#include <string>
+
+namespace stoker {
+
+/// The CPUs one rank of a job may keep busy: what the process may run on, shared by the
+/// ranks on its node unless each has CPUs of its own. Sizes the worker pool when
+/// LoaderOptions::num_threads is 0, so eight ranks on a 32-core node start 4 workers each rather
+/// than 32 (the "thread storm").
+struct CpuBudget {
+  /// CPUs in the process's affinity mask (sched_getaffinity: taskset, cpusets).
+  int affinity = 1;
+  /// The cgroup's CPU quota in CPUs (cgroup v2 cpu.max, v1 cfs_quota_us / cfs_period_us);
+  /// nullopt when unlimited or unreadable.
+  std::optional<double> cgroup_quota;
+  /// Whole CPUs both allow: min(affinity, floor(quota)), at least 1.
+  int cpus = 1;
+  /// Ranks sharing this node, from the launcher's environment (1 when none says).
+  int ranks_per_node = 1;
+  /// The variable ranks_per_node came from ("" when none was set).
+  std::string ranks_from;
+  /// The affinity mask is narrower than the host's online CPUs: the launcher gave this rank
+  /// CPUs of its own (numactl, taskset, Slurm's --cpu-bind), so they are not shared again.
+  bool own_cpus = false;
+  /// This rank's default worker threads, at least 1: cpus when own_cpus, else
+  /// cpus / ranks_per_node.
+  int threads = 1;
+};
+
+/// Reads the budget of the calling process. `cgroup_root` is where the cgroup file systems
+/// are mounted (a test can point it at a tree of its own).
+CpuBudget ReadCpuBudget(const std::string& cgroup_root = "/sys/fs/cgroup");
+
+/// Ranks per node named by the environment: torchrun's LOCAL_WORLD_SIZE, Horovod's
+/// HOROVOD_LOCAL_SIZE, Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS, then
+/// Slurm's SLURM_NTASKS_PER_NODE or this node's entry of SLURM_TASKS_PER_NODE ("2(x3),1").
+/// Sets `*from` to the variable used; returns 1 (and "") when none is set or valid.
+int RanksPerNode(std::string* from);
+
+}  // namespace stoker

@@ -1,0 +1,71 @@
+"""device="cuda": batches copied to the GPU ahead of the consumer. The engine assembles each
+batch in pinned host memory (LoaderOptions::pinned_output); here each column is copied to the
+device on a side stream, a few batches ahead, and the consumer's stream waits on the copy's
+event before it uses the batch — no pageable copy, no synchronisation of the whole device."""
+
+from __future__ import annotations
+
+import collections
+from collections.abc import Callable
+from typing import Any
+
+
+def check_device(device: str | None, output: str) -> Any:
+    """The torch.device for `device` (None: none); errors name what is missing."""
+    if device is None:
+        return None
+    if output != "torch":
+        raise ValueError(f'device="{device}" delivers torch tensors: set output="torch" '
+                         f'(got output="{output}")')
+    import torch
+    target = torch.device(device)
+    if target.type != "cuda":
+        raise ValueError(f'device must be "cuda" or "cuda:N" (or None for host memory), '
+                         f'got "{device}"')
+    if not torch.cuda.is_available():
+        raise RuntimeError(f'device="{device}": torch sees no CUDA device '
+                           f"(torch.cuda.is_available() is False; torch {torch.__version__})")
+    return target
+
+
+class DeviceStage:
+    """Keeps up to `depth` batches in flight to `device`: `pull()` starts the copies of the next
+    batches from `source` and hands out the oldest, its event waited on by the current stream.
+    Device memory is bounded by `depth` batches (plus the one the consumer holds)."""
+
+    def __init__(self, source: Callable[[], tuple[int, Any] | None], device: Any,
+                 depth: int) -> None:
+        import torch
+        self._torch = torch
+        self._source, self._device, self._depth = source, device, max(1, depth)
+        self._stream = torch.cuda.Stream(device=device)
+        self._in_flight: collections.deque = collections.deque()  # bound: depth batches
+        self._ended = False
+
+    def pull(self) -> tuple[int, Any] | None:
+        while not self._ended and len(self._in_flight) < self._depth:
+            item = self._source()
+            if item is None:
+                self._ended = True
+            else:
+                self._in_flight.append(self._start_copy(*item))
+        if not self._in_flight:
+            return None
+        rows, host, on_device, event = self._in_flight.popleft()
+        # The pinned buffers go back to the engine's pool (and into a later batch) once `host`
+        # is dropped, and torch does not guard memory it did not allocate: wait for this
+        # batch's copy first. Started `depth` batches ago, it has normally long finished.
+        event.synchronize()
+        del host
+        consumer = self._torch.cuda.current_stream(self._device)
+        consumer.wait_event(event)
+        for tensor in on_device.values():
+            tensor.record_stream(consumer)  # the allocator keeps it until the consumer is done
+        return rows, on_device
+
+    def _start_copy(self, rows: int, host: dict[str, Any]) -> tuple[int, Any, Any, Any]:
+        with self._torch.cuda.stream(self._stream):
+            on_device = {name: t.to(self._device, non_blocking=True) for name, t in host.items()}
+            event = self._torch.cuda.Event()
+            event.record(self._stream)
+        return rows, host, on_device, event

@@ -1,0 +1,123 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "assemble/pinned_pool.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <cstring>
+
+#include "assemble/recycling_pool.h"
+
+namespace stoker {
+
+namespace {
+
+// cudaHostAlloc hands out page-aligned blocks; larger alignments are never asked for.
+constexpr int64_t kPageAlignment = 4096;
+// cudaHostAllocPortable: pinned for every CUDA context, not only the current one.
+constexpr unsigned kHostAllocPortable = 1;
+constexpr int64_t kMaxCachedBytes = int64_t{256} << 20;
+
+}  // namespace
+
+// The three runtime entry points the pool calls, found with dlsym.
+struct PinnedMemoryPool::Runtime {
+  int (*host_alloc)(void** ptr, size_t size, unsigned flags) = nullptr;
+  int (*free_host)(void* ptr) = nullptr;
+  const char* (*error_string)(int error) = nullptr;
+
+  // The first runtime that loads: the unversioned name (a CUDA toolkit install), then the
+  // sonames CUDA 13, 12 and 11 wheels ship (already loaded by a CUDA build of torch or jax).
+  static arrow::Result<const Runtime*> Load() {
+    static const arrow::Result<const Runtime*> loaded = []() -> arrow::Result<const Runtime*> {
+      std::string tried;
+      for (const char* name :
+           {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"}) {
+        void* handle = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
+        if (handle == nullptr) {
+          tried += std::string(tried.empty() ? "" : ", ") + name;
+          continue;
+        }
+        auto* runtime = new Runtime();  // alive with the process, as the pool is
+        runtime->host_alloc =
+            reinterpret_cast<decltype(runtime->host_alloc)>(dlsym(handle, "cudaHostAlloc"));
+        runtime->free_host =
+            reinterpret_cast<decltype(runtime->free_host)>(dlsym(handle, "cudaFreeHost"));
+        runtime->error_string =
+            reinterpret_cast<decltype(runtime->error_string)>(dlsym(handle, "cudaGetErrorString"));
+        if (!runtime->host_alloc || !runtime->free_host || !runtime->error_string) {
+          delete runtime;
+          return arrow::Status::IOError(name, " has no cudaHostAlloc/cudaFreeHost");
+        }
+        // A runtime without a usable device (a CUDA install on a CPU machine) loads, then
+        // fails every allocation: find out now, at Make, rather than at the first batch.
+        void* probe = nullptr;
+        if (const int error = runtime->host_alloc(&probe, 64, kHostAllocPortable); error != 0) {
+          const std::string why = runtime->error_string(error);
+          delete runtime;
+          return arrow::Status::NotImplemented("pinned memory: ", name,
+                                               " loaded, but cudaHostAlloc failed: ", why);
+        }
+        runtime->free_host(probe);
+        return runtime;
+      }
+      return arrow::Status::NotImplemented(
+          "pinned memory needs the CUDA runtime, and none could be loaded (tried ", tried,
+          "): install a CUDA build of PyTorch, or the CUDA toolkit");
+    }();
+    return loaded;
+  }
+};
+
+arrow::Result<arrow::MemoryPool*> PinnedMemoryPool::Default() {
+  ARROW_ASSIGN_OR_RAISE(const Runtime* runtime, Runtime::Load());
+  static arrow::MemoryPool* const pool =
+      new RecyclingPool(new PinnedMemoryPool(runtime), kMaxCachedBytes);
+  return pool;
+}
+
+void PinnedMemoryPool::Count(int64_t delta) {
+  const int64_t now = bytes_allocated_.fetch_add(delta) + delta;
+  if (delta > 0) {
+    total_bytes_allocated_.fetch_add(delta);
+    num_allocations_.fetch_add(1);
+    int64_t peak = max_memory_.load();
+    while (now > peak && !max_memory_.compare_exchange_weak(peak, now)) {
+    }
+  }
+}
+
+arrow::Status PinnedMemoryPool::Allocate(int64_t size, int64_t alignment, uint8_t** out) {
+  if (size < 0) return arrow::Status::Invalid("negative allocation size ", size);
+  if (alignment > kPageAlignment) {
+    return arrow::Status::Invalid("pinned memory is page aligned; ", alignment, " asked for");
+  }
+  void* ptr = nullptr;
+  // A zero-byte request still gets a block of its own, so Free can hand it back.
+  const int error =
+      runtime_->host_alloc(&ptr, static_cast<size_t>(size > 0 ? size : 1), kHostAllocPortable);
+  if (error != 0) {
+    return arrow::Status::OutOfMemory("cudaHostAlloc of ", size,
+                                      " bytes failed: ", runtime_->error_string(error));
+  }
+  *out = static_cast<uint8_t*>(ptr);
+  Count(size);
+  return arrow::Status::OK();
+}
+
+arrow::Status PinnedMemoryPool::Reallocate(int64_t old_size, int64_t new_size, int64_t alignment,
+                                           uint8_t** ptr) {
+  uint8_t* moved = nullptr;
+  ARROW_RETURN_NOT_OK(Allocate(new_size, alignment, &moved));
+  std::memcpy(moved, *ptr, static_cast<size_t>(std::min(old_size, new_size)));
+  Free(*ptr, old_size, alignment);
+  *ptr = moved;
+  return arrow::Status::OK();
+}
+
+void PinnedMemoryPool::Free(uint8_t* buffer, int64_t size, int64_t /*alignment*/) {
+  runtime_->free_host(buffer);
+  Count(-size);
+}
+
+}  // namespace stoker
