@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "stoker/partition_options.h"
 #include "stoker/storage_options.h"
 #include "stoker/transform_options.h"
 
@@ -167,6 +168,9 @@ struct LoaderOptions {
   std::optional<double> max_bad_fraction;
   /// How to reach object storage for s3:// sources (storage_options.h).
   StorageOptions storage;
+  /// Partition columns: per-file constants from `key=value` directory names or a table
+  /// format's log (partition_options.h).
+  PartitionOptions partitioning;
   /// Whether a directory's summary file `_metadata` builds the manifest (IndexPolicy). The
   /// manifest, hence the plan and the batches, is the same either way.
   IndexPolicy index = IndexPolicy::kUse;

@@ -56,6 +56,11 @@ struct StatsSnapshot {
   /// found stale and set aside for the footers (index="fallback").
   int64_t index_used = 0;
   int64_t index_stale = 0;
+  /// Files the filter's conditions on partition columns ruled out before their footers were
+  /// read (never opened), and files whose footers were read from the file itself (one
+  /// request or two each; files described by a summary file are not counted).
+  int64_t files_pruned = 0;
+  int64_t files_opened = 0;
   /// Thread-seconds (summed over workers) fetching bytes, decoding them, assembling batches.
   double read_seconds = 0;
   double decode_seconds = 0;

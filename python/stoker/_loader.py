@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stoker import _core, _cuda, _cursor, _frameworks, _options, _state
+from stoker import _core, _cuda, _cursor, _frameworks, _options, _state, _tables
 
 # Batches the batch_transform thread keeps ready when prefetch is None.
 _TRANSFORMED_AHEAD = 2
@@ -187,7 +187,8 @@ class Loader(_cursor.EpochLoader):
 
     Args:
         source: a Parquet file, a directory (searched recursively for ``*.parquet``), a glob,
-            or a list of those. Files are read in sorted path order.
+            or a list of those. Files are read in sorted path order. Or a table pinned to a
+            version: ``stoker.delta_table(uri, version=...)`` (docs/partitions-and-tables.md).
         columns: columns to read, in output order; None reads all.
         batch_size: rows per batch. Every batch has exactly this many rows except possibly
             the last of an epoch (dropped when ``drop_last``).
@@ -227,6 +228,13 @@ class Loader(_cursor.EpochLoader):
             chain), max_attempts, connect_timeout, request_timeout, io_threads,
             metadata_threads (footer reads in flight while the manifest is built without an
             index; default 64) (docs/storage.md).
+        partitioning: "hive" (the default): ``key=value`` directory names below a directory
+            source become columns after the file columns (URL-decoded,
+            ``__HIVE_DEFAULT_PARTITION__`` null), typed as ``pyarrow.dataset``'s hive
+            discovery types them (int32 when every value is one, else string); a
+            ``pyarrow.Schema`` gives some or all keys their types; None: no partition columns.
+            A ``filter`` on partition columns rules whole files out before their footers are
+            read (``stats()["files_pruned"]``; docs/partitions-and-tables.md).
         index: what a directory's summary file ``_metadata`` (``stoker index``, pyarrow,
             Dask) does: "use" (None: the default) builds the manifest from it (one read instead of one per
             footer) and raises ValueError naming the file when it no longer matches the
@@ -263,7 +271,7 @@ class Loader(_cursor.EpochLoader):
 
     def __init__(
         self,
-        source: str | os.PathLike | Sequence[str | os.PathLike],
+        source: str | os.PathLike | Sequence[str | os.PathLike] | _tables.DeltaTable,
         *,
         columns: Sequence[str] | None = None,
         batch_size: int,
@@ -283,6 +291,7 @@ class Loader(_cursor.EpochLoader):
         filter: pc.Expression | None = None,
         batch_transform: Callable[[Any], Any] | None = None,
         storage_options: dict[str, Any] | None = None,
+        partitioning: str | pa.Schema | None = "hive",
         index: str | None = None,
         cache_dir: str | os.PathLike | None = None,
         cache_limit_bytes: int = _DEFAULTS.cache_limit_bytes,
@@ -298,24 +307,59 @@ class Loader(_cursor.EpochLoader):
         if trace is not None and not trace_events:
             trace_events = _core.DEFAULT_TRACE_EVENTS
         # The keyword arguments are named after LoaderOptions' fields and go there by name.
-        options = _options.loader_options(source, storage_options, locals())
+        options = _options.loader_options(
+            [] if isinstance(source, _tables.DeltaTable) else source, storage_options, locals())
         _check_python_options(output, batch_transform)
         self._device = _cuda.check_device(device, output)
         options.pinned_output = self._device is not None
         if device_prefetch < 1:
             raise ValueError(f"device_prefetch must be >= 1, got {device_prefetch}")
         self._device_prefetch = device_prefetch
-        self._core = _core.Loader(options, output)  # validates, reads every footer
-        self._core.warn_about_cache()
         self._output, self._batch_transform = output, batch_transform
         self._transformed_ahead = prefetch or _TRANSFORMED_AHEAD
-        self._schema = pa.schema(_CapsuleSchema(self._core.schema_capsule()))
-        _frameworks.check_schema(output, self._schema)
-        self._files = tuple(self._core.dataset()["files"])
         self._max_bad = (options.max_bad_units, options.max_bad_fraction)
         self._trace = None if trace is None else os.fspath(trace)
+        self._table = source if isinstance(source, _tables.DeltaTable) else None
+        self._storage_options = storage_options
+        self._open_engine(options)
+
+    def _open_engine(self, options: Any, table: _tables.DeltaTable | None = None) -> None:
+        """Builds the engine from `options`; for a table source, at the snapshot of `table`
+        (None: the source as given), whose pin goes into the state."""
+        pin = None
+        table = table or self._table
+        if table is not None:
+            snapshot = table.snapshot(self._storage_options)
+            snapshot.apply(options)
+            pin = snapshot.pin
+        try:
+            self._core = _core.Loader(options, self._output)  # validates, reads every footer
+        except FileNotFoundError as error:
+            if pin is None:
+                raise
+            raise FileNotFoundError(f"Delta table {pin['uri']!r} version {pin['version']}: a "
+                                    f"file of that version is gone (vacuumed?): {error}") from error
+        self._options = options
+        self._core.warn_about_cache()
+        self._schema = pa.schema(_CapsuleSchema(self._core.schema_capsule()))
+        _frameworks.check_schema(self._output, self._schema)
+        self._files = tuple(self._core.dataset()["files"])
         identity = _state.identity(json.loads(self._core.config()))
+        if pin is not None:
+            identity["table"] = pin
         self._cursor = _cursor.EpochCursor(identity, options.rank, options.world_size)
+
+    def load_state_dict(self, state: dict[str, Any], *, strict: bool = True) -> None:
+        """Resumes from ``state_dict()`` (see ``EpochLoader.load_state_dict``). A state
+        saved reading a table names the version it read: a loader on that table at another
+        version reopens it at the saved one first, so the rest of the epoch comes from the
+        same snapshot even after the table has grown."""
+        pin = state.get("table") if isinstance(state, dict) else None
+        if self._table is not None and pin is not None and pin != self._cursor.identity.get(
+                "table"):
+            self._close_open()
+            self._open_engine(self._options, self._table.pin(pin))
+        super().load_state_dict(state, strict=strict)
 
     @property
     def schema(self) -> pa.Schema:

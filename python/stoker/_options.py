@@ -9,6 +9,7 @@ import os
 import pickle
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from stoker import _core, _transforms
@@ -87,6 +88,21 @@ def serialize_filter(expression: Any) -> bytes | None:
     return bytes(buffers[0].raw())
 
 
+def partitioning(value: Any) -> Any:
+    """``_core.PartitionOptions`` from a Loader's ``partitioning``: "hive" (types inferred as
+    pyarrow's hive discovery infers them), a ``pyarrow.Schema`` giving the types of some or
+    all keys (the others inferred), or None for no partition columns."""
+    options = _core.PartitionOptions()
+    if value is None:
+        options.hive = False
+    elif isinstance(value, pa.Schema):
+        options.schema = value.serialize().to_pybytes()
+    elif value != "hive":
+        raise TypeError(f"partitioning must be \"hive\", a pyarrow.Schema of the partition keys "
+                        f"or None, got {value!r}")
+    return options
+
+
 # Loader arguments that need converting before the engine takes them; the others go as they
 # are, into the LoaderOptions field of the same name.
 _CONVERT = {
@@ -98,6 +114,7 @@ _CONVERT = {
     "transforms": lambda ops: [_core.TransformOp.from_dict(op)
                                for op in _transforms.normalize(ops)],
     "filter": serialize_filter,
+    "partitioning": partitioning,
     "cache_dir": lambda path: None if path is None else os.fspath(path),
 }
 

@@ -2,6 +2,7 @@
 #include "exec/unit_reader.h"
 
 #include <arrow/array.h>
+#include <arrow/array/util.h>
 #include <arrow/filesystem/filesystem.h>
 #include <arrow/io/caching.h>
 #include <arrow/table.h>
@@ -100,11 +101,25 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> DecodeUnchecked(const Manifes
   ARROW_ASSIGN_OR_RAISE(table, reader->ReadRowGroup(unit.row_group, fetch->leaves));
   END_PARQUET_CATCH_EXCEPTIONS
 
-  // Columns in the order asked for, whatever order the file stores them in.
+  // A unit that reads partition columns only decodes no column at all: its row count is
+  // the row group's.
+  int64_t num_rows = table->num_rows();
+  if (fetch->leaves.empty()) {
+    ARROW_ASSIGN_OR_RAISE(auto metadata, manifest.FileMetadata(unit.file));
+    num_rows = metadata->RowGroup(unit.row_group)->num_rows();
+  }
+  // Columns in the order asked for, whatever order the file stores them in; a partition
+  // column is the file's constant, repeated.
   arrow::FieldVector fields;
   arrow::ChunkedArrayVector chunks;
   for (int c : fetch->columns) {
     const auto& field = manifest.schema()->field(c);
+    if (auto value = manifest.PartitionValue(unit.file, c); value != nullptr) {
+      ARROW_ASSIGN_OR_RAISE(auto constant, arrow::MakeArrayFromScalar(*value, num_rows, pool));
+      fields.push_back(field);
+      chunks.push_back(std::make_shared<arrow::ChunkedArray>(std::move(constant)));
+      continue;
+    }
     auto column = table->GetColumnByName(field->name());
     if (column == nullptr || !column->type()->Equals(*field->type())) {
       return arrow::Status::Invalid("column '", field->name(), "' did not decode as ",
@@ -113,7 +128,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> DecodeUnchecked(const Manifes
     fields.push_back(field);
     chunks.push_back(std::move(column));
   }
-  table = arrow::Table::Make(arrow::schema(fields), std::move(chunks), table->num_rows());
+  table = arrow::Table::Make(arrow::schema(fields), std::move(chunks), num_rows);
   ARROW_ASSIGN_OR_RAISE(auto batch, table->CombineChunksToBatch(pool));
   ARROW_RETURN_NOT_OK(CheckValues(*batch));
   const auto decoded = Stats::Clock::now();

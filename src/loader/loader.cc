@@ -167,7 +167,8 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
   ARROW_ASSIGN_OR_RAISE(const auto read, ColumnsToRead(options, source.get()));
   ARROW_ASSIGN_OR_RAISE(source->manifest, CatchAll([&] {
                           return Manifest::Make(options.sources, read, options.storage,
-                                                stats->retry_counter(), options.index, stats.get());
+                                                stats->retry_counter(), options.index, stats.get(),
+                                                options.partitioning, options.filter);
                         }));
   ARROW_RETURN_NOT_OK(SetUpTransforms(options, source.get()));
   source->plan_columns.valid_mask = options.pad_to_equal_steps;

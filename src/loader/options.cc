@@ -161,6 +161,7 @@ arrow::Status LoaderOptions::Validate() const {
                                   cache_limit_bytes);
   }
   ARROW_RETURN_NOT_OK(ValidateStorage(storage));
+  ARROW_RETURN_NOT_OK(partitioning.Validate(sources.size()));
   ARROW_RETURN_NOT_OK(ValidateEval(*this));
   ARROW_RETURN_NOT_OK(ValidateErrorBudget(*this));
   for (size_t i = 0; i < columns.size(); ++i) {

@@ -16,6 +16,8 @@
 
 #include "manifest/dataset_index.h"
 #include "manifest/footer_reader.h"
+#include "manifest/partition_filter.h"
+#include "manifest/partitions.h"
 #include "stoker/error.h"
 #include "util/digest.h"
 
@@ -83,19 +85,44 @@ arrow::Status AddUnits(size_t i, const ManifestFile& file, const parquet::FileMe
   return arrow::Status::OK();
 }
 
-// The projected fields as the first file has them: `columns`, or all of its columns when
-// that is empty.
+// The projected fields: `columns`, or all of the first file's columns then the partition
+// columns when that is empty; a partition column by its partition schema's field, the others
+// as the first file has them. `partition_field` gets each one's index among the partition
+// columns (-1 for a file column). A partition key that is also a column of the file is an
+// error: which of the two a row should carry is not ours to guess.
 arrow::Result<arrow::FieldVector> ProjectFields(const arrow::Schema& first,
                                                 const std::string& first_path,
-                                                const std::vector<std::string>& columns) {
+                                                const std::vector<std::string>& columns,
+                                                const arrow::Schema& partitions,
+                                                std::vector<int>* partition_field) {
+  for (const auto& key : partitions.fields()) {
+    if (first.GetFieldIndex(key->name()) >= 0) {
+      return arrow::Status::Invalid(
+          "partition key '", key->name(),
+          "' (from the directory names or the table's partition "
+          "values) is also a column of '",
+          first_path, "': rename one of them, or read without partitioning (partitioning=None)");
+    }
+  }
   std::vector<std::string> names = columns;
   if (names.empty()) {
     for (const auto& field : first.fields()) names.push_back(field->name());
+    for (const auto& field : partitions.fields()) names.push_back(field->name());
   }
   arrow::FieldVector fields;
   for (const auto& name : names) {
-    ARROW_ASSIGN_OR_RAISE(int index, FindColumn(first, name, first_path));
-    fields.push_back(first.field(index));
+    const int k = partitions.GetFieldIndex(name);
+    partition_field->push_back(k);
+    if (k >= 0) {
+      fields.push_back(partitions.field(k));
+      continue;
+    }
+    auto index = FindColumn(first, name, first_path);
+    if (!index.ok() && partitions.num_fields() > 0) {
+      return WithContext(index.status(), "partition columns: " + JoinNames(partitions));
+    }
+    ARROW_RETURN_NOT_OK(index);
+    fields.push_back(first.field(*index));
   }
   return fields;
 }
@@ -104,7 +131,9 @@ arrow::Result<arrow::FieldVector> ProjectFields(const arrow::Schema& first,
 // (and, with `all_columns`, its column count too), with the leaves holding them.
 arrow::Result<ManifestFile> DescribeFile(const SourceFile& source, const Footer& footer,
                                          const arrow::Schema& first, const std::string& first_path,
-                                         const arrow::FieldVector& fields, bool all_columns) {
+                                         const arrow::FieldVector& fields,
+                                         const std::vector<int>& partition_field,
+                                         bool all_columns) {
   ManifestFile file;
   file.source = source;
   if (all_columns && footer.schema->num_fields() != first.num_fields()) {
@@ -113,7 +142,12 @@ arrow::Result<ManifestFile> DescribeFile(const SourceFile& source, const Footer&
                                   file.source.display, "' has ", footer.schema->num_fields(), " (",
                                   JoinNames(*footer.schema), ")");
   }
-  for (const auto& field : fields) {
+  for (size_t c = 0; c < fields.size(); ++c) {
+    const auto& field = fields[c];
+    if (partition_field[c] >= 0) {  // a constant of the file, not stored in it
+      file.column_leaves.emplace_back();
+      continue;
+    }
     auto found = FindColumn(*footer.schema, field->name(), file.source.display);
     if (!found.ok()) {
       return WithContext(found.status(), "files disagree on their columns: '" + first_path +
@@ -133,49 +167,100 @@ arrow::Result<ManifestFile> DescribeFile(const SourceFile& source, const Footer&
   return file;
 }
 
-// Every file's footer, source by source: from the directory's summary file when it has a
-// current one (and `index` allows), otherwise read from the file.
+// The footers of the files `keep` marks (flat over the sources' files), source by source:
+// from the directory's summary file when it has a current one (and `index` allows; the summary
+// covers the whole listing, so it is read whole), otherwise read from each kept file alone.
 arrow::Result<std::vector<Footer>> GatherFooters(const std::vector<ResolvedSource>& resolved,
+                                                 const std::vector<bool>& keep,
                                                  const StorageOptions& storage, IndexPolicy index,
                                                  Stats* stats) {
   std::vector<Footer> footers;
-  int64_t used = 0, stale = 0;
+  int64_t used = 0, stale = 0, opened = 0;
+  size_t first = 0;  // flat index of the source's first file
   for (const auto& source : resolved) {
+    const size_t count = source.files.size();
     std::optional<std::vector<Footer>> from_summary;
     if (index != IndexPolicy::kIgnore && !source.summary.path.empty()) {
       ARROW_ASSIGN_OR_RAISE(from_summary, ReadSummaryFooters(source, index, stats));
       ++(from_summary.has_value() ? used : stale);
     }
-    if (!from_summary.has_value()) {
-      ARROW_ASSIGN_OR_RAISE(from_summary,
-                            ReadFooters(source.files, storage.ResolvedMetadataThreads(), stats));
+    if (from_summary.has_value()) {
+      for (size_t i = 0; i < count; ++i) {
+        if (keep[first + i]) footers.push_back(std::move((*from_summary)[i]));
+      }
+    } else {
+      std::vector<SourceFile> kept;
+      for (size_t i = 0; i < count; ++i) {
+        if (keep[first + i]) kept.push_back(source.files[i]);
+      }
+      ARROW_ASSIGN_OR_RAISE(auto read, ReadFooters(kept, storage.ResolvedMetadataThreads(), stats));
+      opened += static_cast<int64_t>(kept.size());
+      for (auto& footer : read) footers.push_back(std::move(footer));
     }
-    for (auto& footer : *from_summary) footers.push_back(std::move(footer));
+    first += count;
   }
-  if (stats != nullptr) stats->SetIndexUse(used, stale);
+  if (stats != nullptr) {
+    stats->SetIndexUse(used, stale);
+    stats->SetFilesOpened(opened);
+  }
   return footers;
+}
+
+// Which files (flat over the sources) `filter`'s conditions on partition columns leave in;
+// at least the first, whose footer gives the schema. Files ruled out are counted in `stats`.
+arrow::Result<std::vector<bool>> PruneByPartitions(
+    const FilePartitions& partitions, size_t num_files,
+    const std::optional<arrow::compute::Expression>& filter, Stats* stats) {
+  std::vector<bool> keep(num_files, true);
+  if (partitions.empty() || !filter.has_value()) return keep;
+  ARROW_ASSIGN_OR_RAISE(auto pruner, PartitionFilter::Make(*filter, partitions.schema));
+  int64_t pruned = 0;
+  for (size_t i = 0; i < num_files; ++i) {
+    ARROW_ASSIGN_OR_RAISE(bool may_match, pruner.MayMatch(partitions.values[i]));
+    if (!may_match) {
+      keep[i] = false;
+      ++pruned;
+    }
+  }
+  if (pruned == static_cast<int64_t>(num_files)) {
+    keep[0] = true;
+    --pruned;
+  }
+  if (stats != nullptr) stats->SetFilesPruned(pruned);
+  return keep;
 }
 
 }  // namespace
 
-arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const std::vector<std::string>& source_list,
-                                                        const std::vector<std::string>& columns,
-                                                        const StorageOptions& storage,
-                                                        const RetryCounter& retries,
-                                                        IndexPolicy index, Stats* stats) {
+arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
+    const std::vector<std::string>& source_list, const std::vector<std::string>& columns,
+    const StorageOptions& storage, const RetryCounter& retries, IndexPolicy index, Stats* stats,
+    const PartitionOptions& partitioning, const std::optional<arrow::compute::Expression>& filter) {
   // The loader's Validate() rejects an empty list; a direct caller gets the same answer.
   if (source_list.empty()) {
     return arrow::Status::Invalid("source: no file, directory or glob was given");
   }
   const auto started = Stats::Clock::now();
   ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveSourceList(source_list, storage, retries));
-  ARROW_ASSIGN_OR_RAISE(auto footers, GatherFooters(resolved, storage, index, stats));
+  ARROW_ASSIGN_OR_RAISE(auto partitions, ResolvePartitions(resolved, partitioning));
+  size_t num_files = 0;
+  for (const auto& source : resolved) num_files += source.files.size();
+  ARROW_ASSIGN_OR_RAISE(auto keep, PruneByPartitions(partitions, num_files, filter, stats));
+  ARROW_ASSIGN_OR_RAISE(auto footers, GatherFooters(resolved, keep, storage, index, stats));
   if (stats != nullptr) stats->AddMetadataTime(Stats::Clock::now() - started);
   std::vector<SourceFile> sources;
+  std::vector<arrow::ScalarVector> partition_values;
+  size_t flat = 0;
   for (auto& source : resolved) {
-    for (auto& file : source.files) sources.push_back(std::move(file));
+    for (auto& file : source.files) {
+      if (keep[flat]) {
+        sources.push_back(std::move(file));
+        if (!partitions.empty()) partition_values.push_back(std::move(partitions.values[flat]));
+      }
+      ++flat;
+    }
   }
-  // Each source resolves to at least one file or fails.
+  // Each source resolves to at least one file or fails, and pruning keeps one.
   ARROW_DCHECK(!sources.empty());
   // Held apart: the footers are dropped one by one below.
   const std::shared_ptr<arrow::Schema> first_schema = footers[0].schema;
@@ -183,12 +268,19 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(const std::vector<std::s
   const std::string& first_path = sources[0].display;
 
   auto manifest = std::make_shared<Manifest>();
-  ARROW_ASSIGN_OR_RAISE(auto fields, ProjectFields(first, first_path, columns));
+  manifest->partition_schema_ = partitions.schema;
+  ARROW_ASSIGN_OR_RAISE(auto fields, ProjectFields(first, first_path, columns, *partitions.schema,
+                                                   &manifest->partition_field_));
   manifest->schema_ = arrow::schema(fields);
   Digest fingerprint;
   for (size_t i = 0; i < sources.size(); ++i) {
     ARROW_ASSIGN_OR_RAISE(auto file, DescribeFile(sources[i], footers[i], first, first_path, fields,
-                                                  columns.empty()));
+                                                  manifest->partition_field_, columns.empty()));
+    if (!partitions.empty()) {
+      // Datasets without partition columns keep the fingerprints they always had.
+      for (const auto& value : partition_values[i]) fingerprint.Add(value->ToString());
+      file.partition_values = std::move(partition_values[i]);
+    }
     // Column metadata is decoded lazily and may throw (encrypted columns, corrupt footers).
     ARROW_RETURN_NOT_OK(
         WithContext(CatchAll([&]() -> arrow::Status {
@@ -217,6 +309,7 @@ int64_t Manifest::HeldBytes() const {
   int64_t bytes = static_cast<int64_t>(sizeof(Manifest) + units_.capacity() * sizeof(Unit) +
                                        files_.capacity() * sizeof(ManifestFile));
   for (const auto& file : files_) {
+    bytes += static_cast<int64_t>(file.partition_values.size() * sizeof(arrow::Scalar));
     bytes += static_cast<int64_t>(file.footer.capacity() + file.source.path.capacity() +
                                   file.source.display.capacity() +
                                   file.leaf_columns.capacity() * sizeof(int));

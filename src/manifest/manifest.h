@@ -1,18 +1,22 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
+#include <arrow/compute/expression.h>
 #include <arrow/result.h>
+#include <arrow/scalar.h>
 #include <arrow/type.h>
 #include <parquet/metadata.h>
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "manifest/footer_cache.h"
 #include "manifest/source.h"
 #include "stoker/options.h"
+#include "stoker/partition_options.h"
 #include "telemetry/stats.h"
 
 namespace stoker {
@@ -26,8 +30,11 @@ struct ManifestFile {
   std::string footer;
   /// Leaf column indices in this file that hold the projected columns.
   std::vector<int> leaf_columns;
-  /// The same, per projected column (parallel to Manifest::schema()).
+  /// The same, per projected column (parallel to Manifest::schema()); none for a partition
+  /// column.
   std::vector<std::vector<int>> column_leaves;
+  /// The file's value of each partition column (parallel to Manifest::partition_schema()).
+  arrow::ScalarVector partition_values;
 };
 
 /// The smallest piece of work the plan schedules: one row group.
@@ -52,12 +59,18 @@ class Manifest {
   /// checks that the files agree on `columns` (all of the first file's columns when empty).
   /// Counts the metadata requests and time in `stats` when it is not null. The manifest is
   /// the same whether footers come from the summary or the files.
-  static arrow::Result<std::shared_ptr<Manifest>> Make(const std::vector<std::string>& sources,
-                                                       const std::vector<std::string>& columns,
-                                                       const StorageOptions& storage = {},
-                                                       const RetryCounter& retries = nullptr,
-                                                       IndexPolicy index = IndexPolicy::kUse,
-                                                       Stats* stats = nullptr);
+  ///
+  /// Partition columns (`partitioning`, src/manifest/partitions.h) follow the file columns
+  /// when `columns` is empty and may be named in it. The conjuncts of `filter` that name
+  /// partition columns only rule files out before their footers are read (counted in
+  /// `stats` as files pruned); when they rule out every file, the first is kept, for the
+  /// schema (the row filter then keeps none of its rows).
+  static arrow::Result<std::shared_ptr<Manifest>> Make(
+      const std::vector<std::string>& sources, const std::vector<std::string>& columns,
+      const StorageOptions& storage = {}, const RetryCounter& retries = nullptr,
+      IndexPolicy index = IndexPolicy::kUse, Stats* stats = nullptr,
+      const PartitionOptions& partitioning = {},
+      const std::optional<arrow::compute::Expression>& filter = std::nullopt);
 
   /// The files in dataset order.
   const std::vector<ManifestFile>& files() const { return files_; }
@@ -69,6 +82,14 @@ class Manifest {
   const std::vector<Unit>& units() const { return units_; }
   /// The projected columns, in output order, as Arrow reads them.
   const std::shared_ptr<arrow::Schema>& schema() const { return schema_; }
+  /// Every partition column of the dataset, projected or not (no fields when none).
+  const std::shared_ptr<arrow::Schema>& partition_schema() const { return partition_schema_; }
+  /// File `file`'s value of projected column `field` when that is a partition column (a
+  /// constant for every row of the file); null for a column stored in the file.
+  std::shared_ptr<arrow::Scalar> PartitionValue(int32_t file, int field) const {
+    const int k = partition_field_[field];
+    return k < 0 ? nullptr : files_[file].partition_values[k];
+  }
   /// Rows in the dataset.
   int64_t num_rows() const { return num_rows_; }
   /// Digest of the ordered file identities (path, size, mtime) and row-group row counts.
@@ -81,6 +102,9 @@ class Manifest {
   std::vector<ManifestFile> files_;
   std::vector<Unit> units_;
   std::shared_ptr<arrow::Schema> schema_;
+  std::shared_ptr<arrow::Schema> partition_schema_;
+  /// Per projected column: its index in partition_schema_, or -1 for a file column.
+  std::vector<int> partition_field_;
   int64_t num_rows_ = 0;
   std::string fingerprint_;
   FooterCache footers_;

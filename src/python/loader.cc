@@ -146,6 +146,8 @@ nb::dict Stats(const PyLoader& self) {
   out["metadata_seconds"] = s.metadata_seconds;
   out["index_used"] = s.index_used;
   out["index_stale"] = s.index_stale;
+  out["files_pruned"] = s.files_pruned;
+  out["files_opened"] = s.files_opened;
   out["cache_hits"] = s.cache_hits;
   out["cache_misses"] = s.cache_misses;
   out["cache_bytes_read"] = s.cache_bytes_read;

@@ -10,6 +10,9 @@
 
 #include <arrow/buffer.h>
 #include <arrow/compute/expression.h>
+#include <arrow/io/memory.h>
+#include <arrow/ipc/reader.h>
+#include <arrow/ipc/writer.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -155,6 +158,29 @@ void SetSerializedFilter(LoaderOptions& o, std::optional<nb::bytes> serialized) 
   o.filter = ValueOrThrow(RowFilter::Deserialize(buffer));
 }
 
+// A partition schema in Arrow's IPC form (pyarrow's Schema.serialize()); None for none.
+std::optional<nb::bytes> SerializedSchema(const PartitionOptions& o) {
+  if (o.schema == nullptr) return std::nullopt;
+  auto buffer = ValueOrThrow(arrow::ipc::SerializeSchema(*o.schema));
+  return nb::bytes(buffer->data(), static_cast<size_t>(buffer->size()));
+}
+
+void SetSerializedSchema(PartitionOptions& o, std::optional<nb::bytes> serialized) {
+  if (!serialized.has_value()) {
+    o.schema.reset();
+    return;
+  }
+  arrow::io::BufferReader reader(
+      arrow::Buffer::FromString(std::string(serialized->c_str(), serialized->size())));
+  arrow::ipc::DictionaryMemo memo;
+  auto schema = arrow::ipc::ReadSchema(&reader, &memo);
+  if (!schema.ok()) {
+    throw StatusError(arrow::Status::Invalid("partitioning: the schema could not be read: ",
+                                             schema.status().message()));
+  }
+  o.schema = *schema;
+}
+
 // seed is a uint64: a negative or too large int is a range error, not a type error.
 void SetSeed(LoaderOptions& o, nb::int_ seed) {
   const unsigned long long value = PyLong_AsUnsignedLongLong(seed.ptr());
@@ -215,6 +241,15 @@ void BindStorageOptions(nb::module_& m) {
       .Finish();
 }
 
+void BindPartitionOptions(nb::module_& m) {
+  OptionsClass<PartitionOptions>(m, "PartitionOptions",
+                                 "Where partition values come from (partition_options.h).")
+      .Field("hive", &PartitionOptions::hive)
+      .Property("schema", &SerializedSchema, &SetSerializedSchema)
+      .Field("file_values", &PartitionOptions::file_values)
+      .Finish();
+}
+
 void BindLoaderOptions(nb::module_& m) {
   // Not bound: `output` (the Loader binding sets it from "numpy"/"torch"/"arrow") and
   // `memory_pool` (a C++ hook).
@@ -262,6 +297,7 @@ void BindLoaderOptions(nb::module_& m) {
       .Field("trace_events", &LoaderOptions::trace_events)
       .Field("pinned_output", &LoaderOptions::pinned_output)
       .Field("storage", &LoaderOptions::storage)
+      .Field("partitioning", &LoaderOptions::partitioning)
       .Property(
           "index", [](const LoaderOptions& o) { return std::string(IndexPolicyName(o.index)); },
           // None: the default, "use".
@@ -297,6 +333,7 @@ void BindServeOptions(nb::module_& m) {
 void BindOptions(nb::module_& m) {
   BindTransformOp(m);
   BindStorageOptions(m);
+  BindPartitionOptions(m);
   BindLoaderOptions(m);
   BindServeOptions(m);
   m.attr("DEFAULT_TRACE_EVENTS") = kDefaultTraceEvents;

@@ -119,6 +119,8 @@ StatsSnapshot Stats::Snapshot() const {
   s.metadata_seconds = Seconds(metadata_ns_);
   s.index_used = index_used_.load(std::memory_order_relaxed);
   s.index_stale = index_stale_.load(std::memory_order_relaxed);
+  s.files_pruned = files_pruned_.load(std::memory_order_relaxed);
+  s.files_opened = files_opened_.load(std::memory_order_relaxed);
   s.cache_hits = cache_hits_.load(std::memory_order_relaxed);
   s.cache_misses = cache_misses_.load(std::memory_order_relaxed);
   s.cache_bytes_read = cache_bytes_read_.load(std::memory_order_relaxed);

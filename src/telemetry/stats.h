@@ -45,6 +45,10 @@ class Stats {
   void AddAssemble(Clock::duration elapsed);
   void AddTransform(Clock::duration elapsed);
   void SetPruned(int64_t row_groups) { pruned_.store(row_groups, std::memory_order_relaxed); }
+  /// Files the filter's conditions on partition columns ruled out before their footers were
+  /// read, and files whose footers were read from the file itself.
+  void SetFilesPruned(int64_t files) { files_pruned_.store(files, std::memory_order_relaxed); }
+  void SetFilesOpened(int64_t files) { files_opened_.store(files, std::memory_order_relaxed); }
   void AddWait(Clock::duration elapsed);
   /// The whole wait for one delivered batch (its WaitReady slices and Next together).
   void AddBatchWait(Clock::duration elapsed) { wait_per_batch_.Record(elapsed); }
@@ -75,6 +79,7 @@ class Stats {
   std::atomic<int64_t> requests_{0}, bytes_fetched_{0};
   std::atomic<int64_t> metadata_requests_{0}, metadata_bytes_{0}, metadata_ns_{0};
   std::atomic<int64_t> index_used_{0}, index_stale_{0};
+  std::atomic<int64_t> files_pruned_{0}, files_opened_{0};
   std::atomic<int64_t> cache_hits_{0}, cache_misses_{0}, cache_bytes_read_{0},
       cache_bytes_written_{0}, cache_evictions_{0}, cache_corrupt_{0};
   std::shared_ptr<std::atomic<int64_t>> retries_ = std::make_shared<std::atomic<int64_t>>(0);
