@@ -24,8 +24,10 @@ struct PartitionOptions {
   /// value is one, else string) unless `schema` names the key. A file without a key has
   /// null for it. Added after the file columns: the keys `schema` names in its order, then
   /// the others in the order they first appear. No
-  /// effect when no directory name has the form; ignored when `file_values` is given.
-  bool hive = true;
+  /// effect when no directory name has the form; ignored when `file_values` is given. Off
+  /// by default (as in pyarrow.dataset): a dataset whose directories happen to look like keys
+  /// keeps its columns.
+  bool hive = false;
   /// Types of partition keys (a key not named here is inferred). With `file_values`: the
   /// partition columns, in order. Null: none given.
   std::shared_ptr<arrow::Schema> schema;
@@ -33,6 +35,9 @@ struct PartitionOptions {
   /// file_values[i][k] is field k of `schema` for source i, as text (parsed to its type),
   /// nullopt for null. Empty: none given (Hive discovery, if `hive`).
   std::vector<std::vector<std::optional<std::string>>> file_values;
+  /// The partition columns are columns of the files too (Iceberg's identity transforms): their
+  /// values only rule files out; the rows carry the files' own columns, nothing is added.
+  bool stored_in_files = false;
 
   /// Checks `file_values` against `schema` and `num_sources`; the message names the option.
   arrow::Status Validate(size_t num_sources) const;

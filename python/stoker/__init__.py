@@ -11,7 +11,7 @@ import pyarrow  # noqa: F401  (loads the Arrow C++ libraries the engine links ag
 
 from stoker._loader import Loader
 from stoker._remote import RemoteLoader
-from stoker._tables import delta_table
+from stoker._tables import delta_table, iceberg_table
 
-__all__ = ["Loader", "RemoteLoader", "delta_table"]
+__all__ = ["Loader", "RemoteLoader", "delta_table", "iceberg_table"]
 __version__ = "0.1.0"

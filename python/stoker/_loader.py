@@ -188,7 +188,8 @@ class Loader(_cursor.EpochLoader):
     Args:
         source: a Parquet file, a directory (searched recursively for ``*.parquet``), a glob,
             or a list of those. Files are read in sorted path order. Or a table pinned to a
-            version: ``stoker.delta_table(uri, version=...)`` (docs/partitions-and-tables.md).
+            version: ``stoker.delta_table(uri, version=...)`` or ``stoker.iceberg_table(catalog,
+            "db.table", snapshot_id=...)`` (docs/partitions-and-tables.md).
         columns: columns to read, in output order; None reads all.
         batch_size: rows per batch. Every batch has exactly this many rows except possibly
             the last of an epoch (dropped when ``drop_last``).
@@ -228,11 +229,12 @@ class Loader(_cursor.EpochLoader):
             chain), max_attempts, connect_timeout, request_timeout, io_threads,
             metadata_threads (footer reads in flight while the manifest is built without an
             index; default 64) (docs/storage.md).
-        partitioning: "hive" (the default): ``key=value`` directory names below a directory
-            source become columns after the file columns (URL-decoded,
+        partitioning: "hive": ``key=value`` directory names below a directory source
+            become columns after the file columns (URL-decoded,
             ``__HIVE_DEFAULT_PARTITION__`` null), typed as ``pyarrow.dataset``'s hive
             discovery types them (int32 when every value is one, else string); a
-            ``pyarrow.Schema`` gives some or all keys their types; None: no partition columns.
+            ``pyarrow.Schema`` gives some or all keys their types (and turns discovery on);
+            None (the default, as in ``pyarrow.dataset``): no partition columns.
             A ``filter`` on partition columns rules whole files out before their footers are
             read (``stats()["files_pruned"]``; docs/partitions-and-tables.md).
         index: what a directory's summary file ``_metadata`` (``stoker index``, pyarrow,
@@ -271,7 +273,7 @@ class Loader(_cursor.EpochLoader):
 
     def __init__(
         self,
-        source: str | os.PathLike | Sequence[str | os.PathLike] | _tables.DeltaTable,
+        source: str | os.PathLike | Sequence[str | os.PathLike] | _tables.Table,
         *,
         columns: Sequence[str] | None = None,
         batch_size: int,
@@ -291,7 +293,7 @@ class Loader(_cursor.EpochLoader):
         filter: pc.Expression | None = None,
         batch_transform: Callable[[Any], Any] | None = None,
         storage_options: dict[str, Any] | None = None,
-        partitioning: str | pa.Schema | None = "hive",
+        partitioning: str | pa.Schema | None = None,
         index: str | None = None,
         cache_dir: str | os.PathLike | None = None,
         cache_limit_bytes: int = _DEFAULTS.cache_limit_bytes,
@@ -308,7 +310,7 @@ class Loader(_cursor.EpochLoader):
             trace_events = _core.DEFAULT_TRACE_EVENTS
         # The keyword arguments are named after LoaderOptions' fields and go there by name.
         options = _options.loader_options(
-            [] if isinstance(source, _tables.DeltaTable) else source, storage_options, locals())
+            [] if isinstance(source, _tables.Table) else source, storage_options, locals())
         _check_python_options(output, batch_transform)
         self._device = _cuda.check_device(device, output)
         options.pinned_output = self._device is not None
@@ -319,11 +321,11 @@ class Loader(_cursor.EpochLoader):
         self._transformed_ahead = prefetch or _TRANSFORMED_AHEAD
         self._max_bad = (options.max_bad_units, options.max_bad_fraction)
         self._trace = None if trace is None else os.fspath(trace)
-        self._table = source if isinstance(source, _tables.DeltaTable) else None
+        self._table = source if isinstance(source, _tables.Table) else None
         self._storage_options = storage_options
         self._open_engine(options)
 
-    def _open_engine(self, options: Any, table: _tables.DeltaTable | None = None) -> None:
+    def _open_engine(self, options: Any, table: _tables.Table | None = None) -> None:
         """Builds the engine from `options`; for a table source, at the snapshot of `table`
         (None: the source as given), whose pin goes into the state."""
         pin = None
@@ -337,8 +339,8 @@ class Loader(_cursor.EpochLoader):
         except FileNotFoundError as error:
             if pin is None:
                 raise
-            raise FileNotFoundError(f"Delta table {pin['uri']!r} version {pin['version']}: a "
-                                    f"file of that version is gone (vacuumed?): {error}") from error
+            raise FileNotFoundError(f"{_tables.pinned_name(pin)}: a file of that snapshot is "
+                                    f"gone (vacuumed or expired?): {error}") from error
         self._options = options
         self._core.warn_about_cache()
         self._schema = pa.schema(_CapsuleSchema(self._core.schema_capsule()))

@@ -94,8 +94,9 @@ def partitioning(value: Any) -> Any:
     all keys (the others inferred), or None for no partition columns."""
     options = _core.PartitionOptions()
     if value is None:
-        options.hive = False
-    elif isinstance(value, pa.Schema):
+        return options
+    options.hive = True
+    if isinstance(value, pa.Schema):
         options.schema = value.serialize().to_pybytes()
     elif value != "hive":
         raise TypeError(f"partitioning must be \"hive\", a pyarrow.Schema of the partition keys "

@@ -6,6 +6,7 @@ values as per-file constants (docs/partitions-and-tables.md)."""
 
 from __future__ import annotations
 
+import datetime
 import os
 import urllib.parse
 from dataclasses import dataclass
@@ -14,7 +15,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["DeltaTable", "Snapshot", "delta_table"]
+__all__ = ["DeltaTable", "IcebergTable", "Snapshot", "Table", "delta_table", "iceberg_table",
+           "pinned_name"]
 
 # Delta reader features whose files Stoker reads correctly as plain Parquet.
 _DELTA_READER_FEATURES_READ = {"timestampNtz", "v2Checkpoint", "vacuumProtocolCheck",
@@ -31,6 +33,9 @@ class Snapshot:
     partition_schema: pa.Schema
     partition_values: list[list[str | None]]
     pin: dict[str, Any]
+    # The partition columns are columns of the files too (Iceberg identity transforms): their
+    # values only prune files.
+    stored_in_files: bool = False
 
     def apply(self, options: Any) -> None:
         """Points the engine's options at this snapshot's files and partition values."""
@@ -39,6 +44,7 @@ class Snapshot:
         partitioning.hive = False
         partitioning.schema = self.partition_schema.serialize().to_pybytes()
         partitioning.file_values = self.partition_values
+        partitioning.stored_in_files = self.stored_in_files
         options.partitioning = partitioning
 
 
@@ -70,7 +76,25 @@ def _as_text(column: Any) -> list[str | None]:
     return pc.cast(array, pa.string()).to_pylist()
 
 
-class DeltaTable:
+class Table:
+    """A table format's table as a Loader source: a snapshot to read, and the same table at
+    the snapshot a resume state pins."""
+
+    def snapshot(self, storage: dict[str, Any] | None) -> Snapshot:
+        raise NotImplementedError
+
+    def pin(self, pin: dict[str, Any]) -> Table:
+        raise NotImplementedError
+
+
+def pinned_name(pin: dict[str, Any]) -> str:
+    """How messages name a pinned snapshot."""
+    if pin["format"] == "delta":
+        return f"Delta table {pin['uri']!r} version {pin['version']}"
+    return f"Iceberg table {pin['table']!r} snapshot {pin['snapshot_id']}"
+
+
+class DeltaTable(Table):
     """A Delta Lake table as a Loader source, at ``version`` (None: the latest when the
     Loader is made; the version read goes into the resume state either way)."""
 
@@ -176,3 +200,128 @@ def delta_table(uri: str | os.PathLike, *, version: int | None = None) -> DeltaT
     ``deltalake``; the version read is pinned in ``state_dict()``, so a resume reads the
     same snapshot after the table has grown."""
     return DeltaTable(uri, version=version)
+
+
+# Arrow types whose Iceberg identity partition values pass to the engine as text as they are.
+def _iceberg_text(value: Any, arrow_type: pa.DataType) -> str | None:
+    """An identity partition value (as pyiceberg decodes it from the manifest) as the text
+    the engine parses for `arrow_type`."""
+    if value is None:
+        return None
+    if pa.types.is_date32(arrow_type) and isinstance(value, int):  # days since the epoch
+        return (datetime.date(1970, 1, 1) + datetime.timedelta(days=value)).isoformat()
+    if pa.types.is_boolean(arrow_type):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _prunable(arrow_type: pa.DataType) -> bool:
+    """Types whose identity values Stoker prunes by (others are read, never pruned)."""
+    return (pa.types.is_integer(arrow_type) or pa.types.is_string(arrow_type)
+            or pa.types.is_large_string(arrow_type) or pa.types.is_boolean(arrow_type)
+            or pa.types.is_date32(arrow_type))
+
+
+def _local_or_uri(path: str) -> str:
+    """An Iceberg file location as the engine opens it."""
+    if path.startswith("file://"):
+        return urllib.parse.unquote(path[len("file://"):])
+    if path.startswith(("s3a://", "s3n://")):
+        return "s3://" + path.split("://", 1)[1]
+    return path
+
+
+class IcebergTable(Table):
+    """An Apache Iceberg table as a Loader source, at ``snapshot_id`` (None: the current
+    snapshot when the Loader is made; the snapshot read goes into the resume state)."""
+
+    def __init__(self, catalog: Any, identifier: str, *, snapshot_id: int | None = None) -> None:
+        if not isinstance(identifier, str):
+            raise TypeError(f"the Iceberg table is named by a string such as 'db.events', got "
+                            f"{identifier!r}")
+        self.catalog, self.identifier, self.snapshot_id = catalog, identifier, snapshot_id
+
+    def __repr__(self) -> str:
+        return (f"stoker.iceberg_table({getattr(self.catalog, 'name', self.catalog)!r}, "
+                f"{self.identifier!r}, snapshot_id={self.snapshot_id!r})")
+
+    def _pin_of(self, snapshot_id: int) -> dict[str, Any]:
+        return {"format": "iceberg", "catalog": self.catalog.name, "table": self.identifier,
+                "snapshot_id": snapshot_id}
+
+    def pin(self, pin: dict[str, Any]) -> IcebergTable:
+        """This table at the snapshot a resume state names."""
+        if {k: v for k, v in pin.items() if k != "snapshot_id"} != {
+                k: v for k, v in self._pin_of(0).items() if k != "snapshot_id"}:
+            raise ValueError(f"the state was saved reading {pin}, not the Iceberg table "
+                             f"{self.identifier!r} of catalog {self.catalog.name!r}")
+        if self.snapshot_id is not None and self.snapshot_id != pin["snapshot_id"]:
+            raise ValueError(f"the state was saved reading snapshot {pin['snapshot_id']} of the "
+                             f"Iceberg table {self.identifier!r}, but this loader pins snapshot "
+                             f"{self.snapshot_id}: drop snapshot_id= to resume it")
+        return IcebergTable(self.catalog, self.identifier, snapshot_id=pin["snapshot_id"])
+
+    def snapshot(self, storage: dict[str, Any] | None) -> Snapshot:
+        """The snapshot's data files and identity partition values, from its manifests."""
+        table = self.catalog.load_table(self.identifier)
+        where = f"Iceberg table {self.identifier!r}"
+        if self.snapshot_id is None:
+            current = table.current_snapshot()
+            if current is None:
+                raise ValueError(f"{where} has no snapshot (no data written yet)")
+        else:
+            current = table.snapshot_by_id(self.snapshot_id)
+            if current is None:
+                raise FileNotFoundError(f"{where} snapshot {self.snapshot_id} no longer exists "
+                                        f"(expired?); its snapshots now: "
+                                        f"{[s.snapshot_id for s in table.snapshots()]}")
+        where = f"{where} snapshot {current.snapshot_id}"
+        tasks = list(table.scan(snapshot_id=current.snapshot_id).plan_files())
+        if not tasks:
+            raise ValueError(f"{where} has no data files")
+        for task in tasks:
+            if task.delete_files:
+                raise NotImplementedError(
+                    f"{where}: data file {task.file.file_path!r} has "
+                    f"{len(task.delete_files)} delete file(s) (merge-on-read deletes); Stoker "
+                    f"does not apply them and will not deliver deleted rows. Compact the table "
+                    f"(rewrite data files) or read a snapshot without them")
+        schema = table.schemas()[current.schema_id] if current.schema_id is not None \
+            else table.schema()
+        arrow_schema = schema.as_arrow()
+        specs = table.specs()
+        # Columns with an identity field in every file's spec: their values are exact.
+        columns: list[tuple[str, pa.DataType]] = []
+        for field_ in schema.fields:
+            arrow_type = arrow_schema.field(field_.name).type
+            if not _prunable(arrow_type):
+                continue
+            if all(any(p.source_id == field_.field_id and str(p.transform) == "identity"
+                       for p in specs[task.file.spec_id].fields) for task in tasks):
+                columns.append((field_.name, field_.field_id, arrow_type))
+        rows = []
+        for task in tasks:
+            spec = specs[task.file.spec_id]
+            values = []
+            for name, field_id, arrow_type in columns:
+                position = next(i for i, p in enumerate(spec.fields)
+                                if p.source_id == field_id and str(p.transform) == "identity")
+                values.append(_iceberg_text(task.file.partition[position], arrow_type))
+            rows.append((_local_or_uri(task.file.file_path), values))
+        rows.sort(key=lambda row: row[0])
+        return Snapshot(files=[path for path, _ in rows],
+                        partition_schema=pa.schema([(n, t) for n, _, t in columns]),
+                        partition_values=[values for _, values in rows],
+                        pin=self._pin_of(current.snapshot_id), stored_in_files=True)
+
+
+def iceberg_table(catalog: Any, identifier: str, *, snapshot_id: int | None = None
+                  ) -> IcebergTable:
+    """An Apache Iceberg table as a Loader source: ``stoker.Loader(stoker.iceberg_table(
+    catalog, "db.events", snapshot_id=...), ...)``, with ``catalog`` a pyiceberg catalog
+    (``pyiceberg.catalog.load_catalog(...)``; a SQL catalog on SQLite works). The data files
+    of ``snapshot_id`` (None: the current snapshot) come from its manifests through
+    ``pyiceberg``; columns partitioned by an identity transform prune files by the manifests'
+    partition values (other transforms prune nothing). The snapshot read is pinned in
+    ``state_dict()``. Tables with delete files are refused."""
+    return IcebergTable(catalog, identifier, snapshot_id=snapshot_id)

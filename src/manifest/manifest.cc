@@ -269,8 +269,10 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
 
   auto manifest = std::make_shared<Manifest>();
   manifest->partition_schema_ = partitions.schema;
-  ARROW_ASSIGN_OR_RAISE(auto fields, ProjectFields(first, first_path, columns, *partitions.schema,
-                                                   &manifest->partition_field_));
+  // Partition values the files store themselves only prune: none is added as a column.
+  const auto added = partitioning.stored_in_files ? arrow::schema({}) : partitions.schema;
+  ARROW_ASSIGN_OR_RAISE(
+      auto fields, ProjectFields(first, first_path, columns, *added, &manifest->partition_field_));
   manifest->schema_ = arrow::schema(fields);
   Digest fingerprint;
   for (size_t i = 0; i < sources.size(); ++i) {

@@ -82,7 +82,8 @@ class Manifest {
   const std::vector<Unit>& units() const { return units_; }
   /// The projected columns, in output order, as Arrow reads them.
   const std::shared_ptr<arrow::Schema>& schema() const { return schema_; }
-  /// Every partition column of the dataset, projected or not (no fields when none).
+  /// Every partition column of the dataset, projected or not, added or stored in the files
+  /// (no fields when none).
   const std::shared_ptr<arrow::Schema>& partition_schema() const { return partition_schema_; }
   /// File `file`'s value of projected column `field` when that is a partition column (a
   /// constant for every row of the file); null for a column stored in the file.

@@ -247,6 +247,7 @@ void BindPartitionOptions(nb::module_& m) {
       .Field("hive", &PartitionOptions::hive)
       .Property("schema", &SerializedSchema, &SetSerializedSchema)
       .Field("file_values", &PartitionOptions::file_values)
+      .Field("stored_in_files", &PartitionOptions::stored_in_files)
       .Finish();
 }
 
