@@ -56,7 +56,8 @@ def child(spec: dict) -> None:
     import stoker
 
     started = time.perf_counter()
-    loader = stoker.Loader(spec["source"], columns=["row_id", "x", "label"], batch_size=4096,
+    loader = stoker.Loader(spec["source"], partitioning="hive", columns=["row_id", "x", "label"],
+                           batch_size=4096,
                            seed=1, filter=pc.field(spec["column"]) == TARGET,
                            storage_options=spec.get("storage"))
     next(iter(loader))
