@@ -34,7 +34,8 @@ struct ColumnCodec {
   /// The shape every value must decode to, outermost first; -1 for a dimension of unknown
   /// size. The column becomes one nested level per dimension: a fixed-size list where the
   /// size is known (all known: a tensor of shape (rows, *shape)), a list where it is not
-  /// (output="arrow", or a pad transform for one unknown dimension). Empty: a scalar.
+  /// (output="arrow", or a pad transform for one unknown dimension). Empty: a scalar. One
+  /// value decodes to at most 1 GiB.
   std::vector<int64_t> shape;
 };
 

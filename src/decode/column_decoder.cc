@@ -23,9 +23,9 @@ namespace stoker {
 
 namespace {
 
-// The most bytes one value may decode to when its shape has an unknown dimension (a known
-// shape bounds it exactly): what a corrupt header or a decompression bomb can make a worker
-// allocate.
+// The most bytes one value may decode to (a known shape must fit it; one with an unknown
+// dimension is checked value by value): what a corrupt header or a decompression bomb can
+// make a worker allocate.
 constexpr int64_t kMaxValueBytes = int64_t{1} << 30;
 // Room for the .npy header inside a compressed array on top of its values.
 constexpr int64_t kNpyHeaderSlack = int64_t{1} << 20;
@@ -103,11 +103,21 @@ arrow::Status CheckCodec(const ColumnCodec& codec, const arrow::Schema& input,
     return arrow::Status::NotImplemented("column '", codec.column,
                                          "': arrays of bool cannot be decoded yet");
   }
+  // A value of the declared shape must fit the per-value bound (and each size an Arrow
+  // fixed-size list), checked step by step so the product cannot overflow.
+  int64_t bytes = (*value_type)->byte_width();
   for (int64_t dim : codec.shape) {
-    if (dim < -1 || dim == 0) {
+    if (dim < -1 || dim == 0 || dim > std::numeric_limits<int32_t>::max()) {
       return arrow::Status::Invalid("column '", codec.column, "': shape ", ShapeText(codec.shape),
-                                    " has a dimension that is neither a size >= 1 nor unknown");
+                                    " has a dimension that is neither a size from 1 to 2**31-1 "
+                                    "nor unknown");
     }
+    if (dim > 0 && bytes > kMaxValueBytes / dim) {
+      return arrow::Status::Invalid("column '", codec.column, "': a value of shape ",
+                                    ShapeText(codec.shape), " would hold more than the ",
+                                    kMaxValueBytes, " bytes one value may decode to");
+    }
+    if (dim > 0) bytes *= dim;
   }
   const bool image = codec.codec == ValueCodec::kPng || codec.codec == ValueCodec::kJpeg;
   if (image && ((*value_type)->id() != arrow::Type::UINT8 ||

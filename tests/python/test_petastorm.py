@@ -316,6 +316,10 @@ def test_codecs_are_checked_against_the_columns_when_the_loader_is_made(tmp_path
          TypeError, "column 'id' has type int64; a ndarray codec decodes binary values"),
         ({"column": "x", "codec": "png", "dtype": "float32", "shape": [2, 2]},
          ValueError, r"a png image decodes to uint8 of shape \(H, W\) or \(H, W, 3\)"),
+        ({"column": "x", "codec": "ndarray", "dtype": "float64", "shape": [2**20, 2**20]},
+         ValueError, "would hold more than the 1073741824 bytes one value may decode to"),
+        ({"column": "x", "codec": "ndarray", "dtype": "float64", "shape": [0]},
+         ValueError, "neither a size from 1 to 2..31-1 nor unknown"),
         ({"column": "x", "codec": "gif", "dtype": "uint8", "shape": [2, 2]},
          ValueError, "codec 'gif' is not one of ndarray, compressed_ndarray, png, jpeg"),
     ]
