@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stoker import _core, _cuda, _cursor, _frameworks, _options, _state
+from stoker import _core, _cuda, _cursor, _frameworks, _mixture, _options, _state
 
 # Batches the batch_transform thread keeps ready when prefetch is None.
 _TRANSFORMED_AHEAD = 2
@@ -187,7 +187,8 @@ class Loader(_cursor.EpochLoader):
 
     Args:
         source: a Parquet file, a directory (searched recursively for ``*.parquet``), a glob,
-            or a list of those. Files are read in sorted path order.
+            or a list of those. Files are read in sorted path order. A ``stoker.Mixture`` of
+            several sources returns a ``MixtureLoader`` instead (docs/mixtures.md).
         columns: columns to read, in output order; None reads all.
         batch_size: rows per batch. Every batch has exactly this many rows except possibly
             the last of an epoch (dropped when ``drop_last``).
@@ -260,6 +261,14 @@ class Loader(_cursor.EpochLoader):
         device_prefetch: batches in flight to the device (device memory holds this many
             plus the one being used).
     """
+
+    def __new__(cls, source: Any = None, *args: Any, **kwargs: Any) -> Any:
+        # A stoker.Mixture is read by a MixtureLoader (docs/mixtures.md), which takes the
+        # same keyword options; Python then calls its own __init__, not this class's.
+        if isinstance(source, _mixture.Mixture):
+            from stoker._mixture_loader import MixtureLoader
+            return MixtureLoader(source, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(
         self,

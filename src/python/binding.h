@@ -97,5 +97,6 @@ void BindTransformOps(nb::module_& m);  // transform_ops.cc: transform_ops
 void BindFaultProbe(nb::module_& m);    // fault_probe.cc: FaultProbe
 void BindTrace(nb::module_& m);         // trace.cc: TraceRing
 void BindIndex(nb::module_& m);         // index.cc: write_index
+void BindMixture(nb::module_& m);       // mixture.cc: MixturePlan, apportion, rank_segments
 
 }  // namespace stoker::python

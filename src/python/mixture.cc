@@ -1,0 +1,88 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+//
+// The pure functions of a mixture (plan/mixture_plan.h) and the epoch's rank segments, for
+// stoker._mixture_loader: which source fills each position, and where a rank reads.
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/vector.h>
+
+#include <utility>
+#include <vector>
+
+#include "binding.h"
+#include "plan/mixture_plan.h"
+#include "plan/plan.h"
+
+namespace stoker::python {
+
+void BindMixture(nb::module_& m) {
+  nb::class_<MixturePlan>(m, "MixturePlan",
+                          "Which source fills each position of a mixture's epoch: a pure "
+                          "function of (source rows, batch rows, seed, epoch, position).")
+      .def(
+          "__init__",
+          [](MixturePlan* self, std::vector<int64_t> source_rows, int64_t batch_rows,
+             uint64_t seed) {
+            new (self) MixturePlan(
+                ValueOrThrow(MixturePlan::Make(std::move(source_rows), batch_rows, seed)));
+          },
+          nb::arg("source_rows"), nb::arg("batch_rows"), nb::arg("seed"),
+          "batch_rows 0: proportion mode; > 0: stratified batches of that many rows.")
+      .def_prop_ro("epoch_rows", &MixturePlan::epoch_rows)
+      .def_prop_ro("source_rows", &MixturePlan::source_rows)
+      .def_prop_ro("block_rows", &MixturePlan::block_rows)
+      .def_prop_ro("num_blocks", &MixturePlan::num_blocks)
+      .def_prop_ro("stratified", &MixturePlan::stratified)
+      .def("rows_before_block", &MixturePlan::RowsBeforeBlock, nb::arg("block"),
+           "Rows of each source before block `block` (the same every epoch).")
+      .def(
+          "block_sources",
+          [](const MixturePlan& self, int64_t epoch, int64_t block) {
+            std::vector<uint8_t> sources;
+            {
+              nb::gil_scoped_release release;
+              sources = self.BlockSources(epoch, block);
+            }
+            return nb::bytes(reinterpret_cast<const char*>(sources.data()), sources.size());
+          },
+          nb::arg("epoch"), nb::arg("block"),
+          "The source index of every position of the block, one byte each.")
+      .def("rows_before", &MixturePlan::RowsBefore, nb::arg("epoch"), nb::arg("position"),
+           ReleaseGil(), "Rows of each source in positions [0, position) of the epoch.");
+  m.def(
+      "apportion",
+      [](int64_t total, const std::vector<double>& weights, uint64_t tie_key) {
+        return Apportion(total, WeightQuotas(weights), tie_key);
+      },
+      nb::arg("total"), nb::arg("weights"), nb::arg("tie_key"),
+      "`total` rows split in proportion to `weights` (each > 0) by largest remainder, ties "
+      "ordered by `tie_key`.");
+  m.def("mixture_source_seed", &MixtureSourceSeed, nb::arg("seed"), nb::arg("source"),
+        "The seed of source `source`'s own plan in a mixture seeded `seed`.");
+  m.def(
+      "rank_segments",
+      [](int64_t total_rows, const std::vector<std::pair<int, int64_t>>& resumed, int world_size,
+         int rank) {
+        // A one-unit plan of the epoch's positions: the plan's own checks of the rounds
+        // (limits against an untrusted state) and its own elastic rule.
+        PlanConfig config;
+        config.shuffle = false;
+        config.window_rows = total_rows;
+        config.world_size = world_size;
+        config.rank = rank;
+        for (const auto& [round_world_size, rows] : resumed) {
+          config.resumed.push_back({round_world_size, rows});
+        }
+        std::vector<std::pair<int64_t, int64_t>> out;
+        if (total_rows == 0) return out;
+        const EpochPlan plan = ValueOrThrow(EpochPlan::Make({total_rows}, config));
+        for (const Segment& s : plan.segments()) out.emplace_back(s.begin, s.end);
+        return out;
+      },
+      nb::arg("total_rows"), nb::arg("resumed"), nb::arg("world_size"), nb::arg("rank"),
+      "This rank's [begin, end) ranges of an epoch of `total_rows` positions after the "
+      "`resumed` (world_size, rows per rank) rounds: the elastic rule of the epoch plan.");
+}
+
+}  // namespace stoker::python
