@@ -13,8 +13,7 @@ namespace stoker {
 /// remainders, equal remainders ordered by a key derived from `tie_key` and the source index
 /// (never by position alone, so no source is favoured for being first). Exact integer
 /// arithmetic: a pure function of its arguments. The result sums to `total`.
-std::vector<int64_t> Apportion(int64_t total, const std::vector<int64_t>& quotas,
-                               uint64_t tie_key);
+std::vector<int64_t> Apportion(int64_t total, const std::vector<int64_t>& quotas, uint64_t tie_key);
 
 /// `weights` (each finite and > 0) as the integer quotas Apportion takes: each weight over
 /// their sum, in units of 2^-40 (at least 1).
@@ -27,13 +26,13 @@ uint64_t MixtureSourceSeed(uint64_t seed, int64_t source);
 /// Which source each position of a mixture's epoch comes from (docs/mixtures.md).
 ///
 /// An epoch of a mixture is E = sum(source_rows) positions; source s fills exactly
-/// source_rows[s] of them, the same count every epoch, so the rows a source has given before
-/// epoch e are e * source_rows[s] (what makes a resume O(1)). The positions are cut into
+/// source_rows[s] of them, the same count every epoch, so where each source stands follows
+/// from the epoch and the position (what makes a resume O(1)). The positions are cut into
 /// blocks of block_rows(); every block holds each source's cumulative share, rounded by
 /// Apportion at its boundaries, so the counts of block k are a function of k alone and the
 /// rows of a source before any block are known without a scan. Inside a block:
-///  - proportion mode (stratified = false): the block's sources are shuffled by a keyed
-///    Feistel permutation of the block, key (seed, epoch, kMixtureLevel, block);
+///  - proportion mode (stratified = false): the block's sources are shuffled by a
+///    Fisher-Yates pass whose draws hash (seed, epoch, kMixtureLevel, block, step);
 ///  - stratified mode: blocks are batches, every one holding the same count of each source
 ///    (source_rows must be multiples of the block count), grouped in source order.
 /// Nothing depends on threads, timing or which rank asks.
@@ -70,8 +69,7 @@ class MixturePlan {
   static constexpr int kMaxSources = 255;
 
  private:
-  MixturePlan(std::vector<int64_t> source_rows, int64_t block_rows, bool stratified,
-              uint64_t seed);
+  MixturePlan(std::vector<int64_t> source_rows, int64_t block_rows, bool stratified, uint64_t seed);
 
   std::vector<int64_t> source_rows_;
   int64_t epoch_rows_ = 0;

@@ -145,5 +145,16 @@ TEST(MixturePlanTest, SourceSeedsDifferPerSource) {
   EXPECT_EQ(MixtureSourceSeed(7, 2), MixtureSourceSeed(7, 2));
 }
 
+TEST(MixturePlanTest, KnownValuesAreStable) {
+  // Golden values: a change here changes every mixture's batches and breaks its resume.
+  const MixturePlan plan = MakePlan({5000, 3000, 2000}, 0, 0);
+  const std::vector<uint8_t> block = plan.BlockSources(0, 0);
+  EXPECT_EQ(std::vector<uint8_t>(block.begin(), block.begin() + 16),
+            (std::vector<uint8_t>{0, 0, 2, 2, 0, 0, 1, 1, 0, 0, 2, 0, 0, 1, 0, 2}));
+  EXPECT_EQ(Apportion(10, {1, 1, 1}, 0), (std::vector<int64_t>{3, 4, 3}));
+  EXPECT_EQ(MixtureSourceSeed(0, 0), 14846866565448981210ULL);
+  EXPECT_EQ(MixtureSourceSeed(0, 1), 10943222086208998335ULL);
+}
+
 }  // namespace
 }  // namespace stoker
