@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import atexit
+import inspect
 import json
 import os
 import queue
@@ -405,6 +406,12 @@ class Loader(_cursor.EpochLoader):
     def dataset_info(self) -> dict[str, Any]:
         """Files, rows, row groups and the fingerprint of the resolved dataset."""
         return self._core.dataset()
+
+
+# Loader.__new__ hands a Mixture to MixtureLoader; what inspect.signature(stoker.Loader) shows
+# (and help(), IDEs, the defaults test) stays __init__'s keyword options.
+Loader.__signature__ = inspect.signature(Loader.__init__).replace(
+    parameters=list(inspect.signature(Loader.__init__).parameters.values())[1:])
 
 
 def _check_python_options(output: str, batch_transform: Any) -> None:

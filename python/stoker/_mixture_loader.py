@@ -144,11 +144,12 @@ class MixtureLoader(_cursor.EpochLoader):
                                        self._world_size, self._rank)
         return _MixtureEpoch(self, progress, segments)
 
-    def _convert(self) -> Callable[[pa.RecordBatch], Any]:
+    def _convert(self) -> Callable[[Any], Any]:
+        """What a gathered batch becomes: Arrow capsules into a pyarrow.RecordBatch; the
+        tensors ``gather_slices`` made are delivered as they are."""
         if self._output == "arrow":
-            return lambda batch: batch
-        output, ragged = self._output, self._ragged
-        return lambda batch: _core.to_tensors(batch, output, ragged)
+            return lambda capsules: pa.record_batch(_loader._CapsuleBatch(capsules))
+        return lambda batch: batch
 
     def _count_delivered(self, counts: list[int]) -> None:
         for s, rows in enumerate(counts):
@@ -211,7 +212,7 @@ class _MixtureEpoch(_cursor.EpochIterator):
         self._left -= 1
         need = min(self._loader._batch_size, self._rows_left)
         self._rows_left -= need
-        pieces: list[list[pa.RecordBatch]] = [[] for _ in self._streams]
+        pieces: list[list[tuple[Any, int, int]]] = [[] for _ in self._streams]
         counts = [0] * len(self._streams)
         while need > 0:
             end = self._segments[self._segment][1]
@@ -229,9 +230,10 @@ class _MixtureEpoch(_cursor.EpochIterator):
             if self._position == end and self._segment + 1 < len(self._segments):
                 self._segment += 1
                 self._position, self._before = self._segments[self._segment][0], None
-        batch = pa.concat_batches([piece for source in pieces for piece in source])
+        batch = _core.gather_slices([piece for source in pieces for piece in source],
+                                    self._loader._output, self._loader._ragged)
         self._loader._count_delivered(counts)
-        return batch.num_rows, self._convert(batch)
+        return sum(counts), self._convert(batch)
 
     def _count_sources(self, position: int, n: int) -> list[int]:
         """Positions each source fills in [position, position + n)."""
@@ -305,12 +307,12 @@ def _passes(sources: list[_mixture.Source], configs: list[dict[str, Any]]) -> li
 
 
 def _output_schema(sources: list[_mixture.Source], loaders: list[_loader.Loader]
-                   ) -> tuple[pa.Schema, list[pa.Schema | None]]:
-    """The mixture's output schema (the first source's) and, per source, that schema when the
-    source's columns come in another order or nullability (None: its batches fit as they
+                   ) -> tuple[pa.Schema, list[list[str]]]:
+    """The mixture's output schema (the first source's) and, per source, the output's column
+    names when the source gives them in another order (else []: its batches fit as they
     are). Missing, extra or differently typed columns are errors naming source and column."""
     first, target = sources[0].name, loaders[0].schema
-    conversions: list[pa.Schema | None] = [None]
+    conversions: list[list[str]] = [[]]
     for source, loader in zip(sources[1:], loaders[1:]):
         schema = loader.schema
         for field in target:
@@ -329,7 +331,7 @@ def _output_schema(sources: list[_mixture.Source], loaders: list[_loader.Loader]
         if extra:
             raise ValueError(f"mixture source {source.name!r} has columns {extra} that source "
                              f"{first!r} does not give: select the shared ones with columns=")
-        conversions.append(None if schema.equals(target) else target)
+        conversions.append([] if schema.names == target.names else target.names)
     return target, conversions
 
 

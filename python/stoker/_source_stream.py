@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyarrow as pa
-
+from stoker import _core
 from stoker._loader import _CapsuleBatch
 
 
@@ -17,32 +16,30 @@ class SourceStream:
     epoch being read when ``start`` is where the last take ended, and otherwise starts the
     engine at ``start`` (a resume of that epoch after z mod T rows: nothing before it is
     read). At most one engine epoch is open; its read-ahead is bounded by the source
-    loader's ``prefetch``."""
+    loader's ``prefetch``. Rows are handed out as (``_core.SourceBatch``, offset, length)
+    slices of the engine's batches, never copied here."""
 
-    def __init__(self, core: Any, rows_per_epoch: int, schema: pa.Schema | None) -> None:
+    def __init__(self, core: Any, rows_per_epoch: int, names: list[str]) -> None:
         self._core = core  # the source's _core.Loader, output "arrow", world size 1
         self.rows_per_epoch = rows_per_epoch
-        self._schema = schema  # the mixture's output schema when this source's differs
+        self._names = names  # the mixture's column order when this source's differs; or []
         self._epoch: Any = None  # the engine epoch being read
         self._source_epoch = 0
-        self._position = -1  # row of Z that self._buffer starts with
-        self._buffer: list[pa.RecordBatch] = []  # rows read from the engine, not handed out
+        self._position = -1  # row of Z that the buffer's first unconsumed row is
+        self._batch: Any = None  # the engine batch being handed out
+        self._offset = 0  # its first row not handed out yet
 
-    def take(self, start: int, count: int) -> list[pa.RecordBatch]:
-        """Rows [start, start + count) of Z, as zero-copy slices of the engine's batches."""
+    def take(self, start: int, count: int) -> list[tuple[Any, int, int]]:
+        """Rows [start, start + count) of Z, as (SourceBatch, offset, length) slices."""
         if start != self._position:
             self._open(start)
         out = []
         while count > 0:
-            if not self._buffer:
+            if self._batch is None or self._offset == self._batch.num_rows:
                 self._fill()
-            batch = self._buffer[0]
-            n = min(count, batch.num_rows)
-            out.append(batch.slice(0, n))
-            if n < batch.num_rows:
-                self._buffer[0] = batch.slice(n)
-            else:
-                self._buffer.pop(0)
+            n = min(count, self._batch.num_rows - self._offset)
+            out.append((self._batch, self._offset, n))
+            self._offset += n
             count -= n
             self._position += n
         return out
@@ -50,7 +47,7 @@ class SourceStream:
     def close(self) -> None:
         """Stops the engine epoch being read (its workers are joined)."""
         epoch, self._epoch = self._epoch, None
-        self._buffer, self._position = [], -1
+        self._batch, self._offset, self._position = None, 0, -1
         if epoch is not None:
             epoch.close()
 
@@ -65,21 +62,16 @@ class SourceStream:
         self._epoch = self._core.start_epoch(self._source_epoch, resumed)
 
     def _fill(self) -> None:
-        """Reads the next engine batch into the buffer, going on into the source's next epoch
-        at the end of one."""
+        """Takes the next engine batch, going on into the source's next epoch at the end of
+        one."""
         while True:
             while not self._epoch.wait_ready():  # the GIL is free while it waits
                 pass
             capsules = self._epoch.next()
             if capsules is not None:
-                batch = pa.record_batch(_CapsuleBatch(capsules))
-                if self._schema is not None:
-                    batch = pa.RecordBatch.from_arrays(
-                        [batch.column(name) for name in self._schema.names],
-                        schema=self._schema)
-                self._buffer.append(batch)
+                self._batch = _core.import_batch(_CapsuleBatch(capsules), self._names)
+                self._offset = 0
                 return
             self._epoch.close()
             self._source_epoch += 1
             self._start_engine(0)
-

@@ -61,6 +61,9 @@ nb::object SchemaCapsule(const arrow::Schema& schema);
 /// The (schema, array) capsules of the Arrow C data interface for a batch.
 nb::object BatchCapsules(const arrow::RecordBatch& batch);
 
+/// The batch behind an object with `__arrow_c_array__` (a pyarrow.RecordBatch), without a copy.
+std::shared_ptr<arrow::RecordBatch> ImportBatch(nb::handle batch);
+
 /// A batch as a dict of numpy arrays, torch tensors, jax.Arrays or TensorFlow tensors that own
 /// the batch's buffers (no copy but for bool columns): fixed-size lists become extra
 /// dimensions; each column in `ragged` becomes its values and "<name>_offsets". Nulls and

@@ -5,16 +5,70 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "assemble/recycling_pool.h"
+#include "assemble/slice_gather.h"
 #include "binding.h"
 #include "plan/mixture_plan.h"
 #include "plan/plan.h"
+#include "stoker/options.h"
 
 namespace stoker::python {
+
+namespace {
+
+/// A source's engine batch held for the mixture's gather: imported once, sliced many times.
+struct SourceBatch {
+  std::shared_ptr<arrow::RecordBatch> batch;
+};
+
+/// `batch`'s columns in the order of `names` (the mixture's output order), without a copy.
+std::shared_ptr<arrow::RecordBatch> InOrder(std::shared_ptr<arrow::RecordBatch> batch,
+                                            const std::vector<std::string>& names) {
+  if (names.empty() || batch->schema()->field_names() == names) return batch;
+  arrow::FieldVector fields;
+  arrow::ArrayVector columns;
+  for (const std::string& name : names) {
+    const int i = batch->schema()->GetFieldIndex(name);
+    if (i < 0) throw StatusError(arrow::Status::KeyError("no column '", name, "'"));
+    fields.push_back(batch->schema()->field(i));
+    columns.push_back(batch->column(i));
+  }
+  return arrow::RecordBatch::Make(arrow::schema(std::move(fields)), batch->num_rows(),
+                                  std::move(columns));
+}
+
+/// The mixture's batch from `slices` [(SourceBatch, offset, length), ...], as `output`.
+nb::object GatherBatch(const nb::list& slices, const std::string& output,
+                       const std::vector<std::string>& ragged) {
+  const Output kind = ParseOutput(output);
+  std::vector<BatchSlice> parts;
+  parts.reserve(slices.size());
+  for (nb::handle item : slices) {
+    const nb::tuple slice = nb::cast<nb::tuple>(item);
+    parts.push_back({nb::cast<const SourceBatch&>(slice[0]).batch, nb::cast<int64_t>(slice[1]),
+                     nb::cast<int64_t>(slice[2])});
+  }
+  if (parts.empty()) throw StatusError(arrow::Status::Invalid("no slices to gather"));
+  std::shared_ptr<arrow::RecordBatch> batch;
+  {
+    nb::gil_scoped_release release;
+    // Recycled buffers, as the engine's own batches: no fresh pages faulted in per batch.
+    static arrow::MemoryPool* pool = RecyclingPool::Default(LoaderOptions().ResolvedMemoryPool());
+    batch = ValueOrThrow(GatherSlices(parts, parts[0].batch->schema(), pool));
+  }
+  if (kind == Output::kArrow) return BatchCapsules(*batch);
+  return ToTensors(*batch, kind, ragged);
+}
+
+}  // namespace
 
 void BindMixture(nb::module_& m) {
   nb::class_<MixturePlan>(m, "MixturePlan",
@@ -50,6 +104,19 @@ void BindMixture(nb::module_& m) {
           "The source index of every position of the block, one byte each.")
       .def("rows_before", &MixturePlan::RowsBefore, nb::arg("epoch"), nb::arg("position"),
            ReleaseGil(), "Rows of each source in positions [0, position) of the epoch.");
+  nb::class_<SourceBatch>(m, "SourceBatch", "A source's batch held for a mixture's gather.")
+      .def_prop_ro("num_rows", [](const SourceBatch& self) { return self.batch->num_rows(); });
+  m.def(
+      "import_batch",
+      [](nb::handle batch, const std::vector<std::string>& names) {
+        return SourceBatch{InOrder(ImportBatch(batch), names)};
+      },
+      nb::arg("batch"), nb::arg("names"),
+      "A pyarrow.RecordBatch (or its capsules' holder) as a SourceBatch, columns in the order "
+      "of `names` (empty: as they are); no copy.");
+  m.def("gather_slices", &GatherBatch, nb::arg("slices"), nb::arg("output"), nb::arg("ragged"),
+        "One batch of the rows of [(SourceBatch, offset, length), ...] in order (one copy, into "
+        "recycled buffers), as `output` delivers it: a dict of arrays, or Arrow capsules.");
   m.def(
       "apportion",
       [](int64_t total, const std::vector<double>& weights, uint64_t tie_key) {
