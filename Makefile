@@ -152,7 +152,7 @@ test-tsan: $(DEPS) $(CLANG)
 # it and keep the input under tests/fuzz/regressions/<target>/, which `make test` replays.
 FUZZ_DIR     := build/fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= parquet filter ticket transform transform_spec state_dict
+FUZZ_TARGETS ?= parquet filter ticket transform transform_spec state_dict codec
 FUZZ_CFLAGS  := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
                 -fno-omit-frame-pointer -O1 -g
 ATHERIS      := $(FUZZ_DIR)/atheris/.installed
@@ -252,4 +252,6 @@ bench: build $(BENCH_DEPS) $(PETASTORM_DEPS) $(STREAMING_DEPS) $(GRAIN_DEPS)
 	  --python ray-data=$(BENCH_PY) --python petastorm=$(PETASTORM_PY) \
 	  --python streaming=$(STREAMING_PY) --python grain=$(GRAIN_PY) \
 	  --charts docs/img --doc docs/benchmarks.md $(BENCH_ARGS)
+	$(PY) benchmarks/petastorm_readers.py --petastorm-python $(PETASTORM_PY) \
+	  --json benchmarks/results/petastorm_readers.json
 	$(PY) benchmarks/mixture_overhead.py --out benchmarks/results/mixture.json

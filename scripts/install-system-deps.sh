@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages Stoker builds with, when any is missing: a C++20 compiler,
-# the Python venv module and GoogleTest for the C++ unit tests. Needs root (or sudo).
+# the Python venv module, GoogleTest for the C++ unit tests, and zlib, libpng and libjpeg-turbo
+# for Petastorm's codecs (src/decode). Needs root (or sudo).
 set -euo pipefail
 
-packages=(g++ make python3-venv python3-dev libgtest-dev)
+packages=(g++ make python3-venv python3-dev libgtest-dev zlib1g-dev libpng-dev libjpeg62-turbo-dev)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "stoker/codec_options.h"
 #include "stoker/storage_options.h"
 #include "stoker/transform_options.h"
 
@@ -170,6 +171,10 @@ struct LoaderOptions {
   /// Whether a directory's summary file `_metadata` builds the manifest (IndexPolicy). The
   /// manifest, hence the plan and the batches, is the same either way.
   IndexPolicy index = IndexPolicy::kUse;
+  /// Encoded binary columns (Petastorm's codecs) decoded to tensors in the workers, per row
+  /// group, after the filter and before the transforms, which see the decoded columns; the
+  /// disk cache stores them decoded (codec_options.h). Empty: none.
+  std::vector<ColumnCodec> codecs;
   /// Feature transforms applied to each row group in the workers, in order (transform_options.h).
   std::vector<TransformOp> transforms;
   /// Rows kept: those for which this boolean expression is true (null counts as false).

@@ -218,6 +218,13 @@ class Loader(_cursor.EpochLoader):
         output: "numpy" (dict of np.ndarray), "torch" (dict of torch.Tensor), "jax" (dict
             of jax.Array), "tensorflow" (dict of tf.Tensor) — each over the engine's buffers,
             no copy but for bool columns — or "arrow" (pyarrow.RecordBatch).
+        codecs: binary columns holding encoded values (Petastorm's codecs) decoded to tensors
+            per row group in the C++ workers, before the transforms and the cache: a list of
+            dicts ``{"column": "image", "codec": "png", "dtype": "uint8", "shape": [32, 32,
+            3]}``; codec "ndarray", "compressed_ndarray", "png" or "jpeg"; -1 for a dimension
+            of unknown size (the column is then a list: ``output="arrow"`` or a pad
+            transform). ``stoker.petastorm`` builds them from a dataset's stored Unischema
+            (docs/petastorm.md). None: none.
         transforms: feature transforms run per row group in the C++ workers: a list of
             dicts such as ``{"op": "log1p", "column": "I1"}`` (docs/transforms.md).
         filter: a ``pyarrow.compute`` expression; only rows for which it is true are
@@ -289,6 +296,7 @@ class Loader(_cursor.EpochLoader):
         num_threads: int | None = _DEFAULTS.num_threads,
         prefetch: int | None = _DEFAULTS.prefetch,
         output: str = "numpy",
+        codecs: Sequence[dict[str, Any]] | None = None,
         transforms: Sequence[dict[str, Any]] | None = None,
         filter: pc.Expression | None = None,
         batch_transform: Callable[[Any], Any] | None = None,

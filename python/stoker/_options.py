@@ -95,6 +95,7 @@ _CONVERT = {
     "drop_last": bool,
     "pad_to_equal_steps": bool,
     "with_row_origin": bool,
+    "codecs": lambda codecs: [] if codecs is None else [dict(c) for c in codecs],
     "transforms": lambda ops: [_core.TransformOp.from_dict(op)
                                for op in _transforms.normalize(ops)],
     "filter": serialize_filter,

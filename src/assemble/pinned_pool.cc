@@ -76,17 +76,6 @@ arrow::Result<arrow::MemoryPool*> PinnedMemoryPool::Default() {
   return pool;
 }
 
-void PinnedMemoryPool::Count(int64_t delta) {
-  const int64_t now = bytes_allocated_.fetch_add(delta) + delta;
-  if (delta > 0) {
-    total_bytes_allocated_.fetch_add(delta);
-    num_allocations_.fetch_add(1);
-    int64_t peak = max_memory_.load();
-    while (now > peak && !max_memory_.compare_exchange_weak(peak, now)) {
-    }
-  }
-}
-
 arrow::Status PinnedMemoryPool::Allocate(int64_t size, int64_t alignment, uint8_t** out) {
   if (size < 0) return arrow::Status::Invalid("negative allocation size ", size);
   if (alignment > kPageAlignment) {

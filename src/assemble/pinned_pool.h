@@ -4,9 +4,10 @@
 #include <arrow/memory_pool.h>
 #include <arrow/result.h>
 
-#include <atomic>
 #include <cstdint>
 #include <string>
+
+#include "assemble/counted_pool.h"
 
 namespace stoker {
 
@@ -18,7 +19,7 @@ namespace stoker {
 /// builds and runs without CUDA, and a process with a CUDA build of PyTorch or JAX already
 /// has it loaded. Allocating pinned memory is slow (it maps and locks pages), so batches take
 /// it through a RecyclingPool that keeps freed blocks for the next batch of the same sizes.
-class PinnedMemoryPool final : public arrow::MemoryPool {
+class PinnedMemoryPool final : public CountedPool {
  public:
   /// The process's pinned pool, recycling freed blocks (at most 256 MiB kept), alive until
   /// the process exits (batches may outlive every loader); or an error saying that no CUDA
@@ -33,20 +34,13 @@ class PinnedMemoryPool final : public arrow::MemoryPool {
                            uint8_t** ptr) override;
   void Free(uint8_t* buffer, int64_t size, int64_t alignment) override;
 
-  int64_t bytes_allocated() const override { return bytes_allocated_.load(); }
-  int64_t max_memory() const override { return max_memory_.load(); }
-  int64_t total_bytes_allocated() const override { return total_bytes_allocated_.load(); }
-  int64_t num_allocations() const override { return num_allocations_.load(); }
   std::string backend_name() const override { return "cuda_pinned"; }
 
  private:
   struct Runtime;
   explicit PinnedMemoryPool(const Runtime* runtime) : runtime_(runtime) {}
-  void Count(int64_t delta);
 
   const Runtime* const runtime_;
-  std::atomic<int64_t> bytes_allocated_{0}, max_memory_{0}, total_bytes_allocated_{0},
-      num_allocations_{0};
 };
 
 }  // namespace stoker

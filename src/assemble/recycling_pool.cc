@@ -29,17 +29,6 @@ RecyclingPool::~RecyclingPool() {
   }
 }
 
-void RecyclingPool::Count(int64_t delta) {
-  const int64_t now = bytes_allocated_.fetch_add(delta) + delta;
-  if (delta > 0) {
-    total_bytes_allocated_.fetch_add(delta);
-    num_allocations_.fetch_add(1);
-    int64_t peak = max_memory_.load();
-    while (now > peak && !max_memory_.compare_exchange_weak(peak, now)) {
-    }
-  }
-}
-
 arrow::Status RecyclingPool::Allocate(int64_t size, int64_t alignment, uint8_t** out) {
   if (size >= kMinRecycledBytes) {
     MutexLock lock(mutex_);

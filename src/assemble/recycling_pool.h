@@ -3,12 +3,12 @@
 
 #include <arrow/memory_pool.h>
 
-#include <atomic>
 #include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "assemble/counted_pool.h"
 #include "util/thread_annotations.h"
 
 namespace stoker {
@@ -25,7 +25,7 @@ namespace stoker {
 /// Bound: it holds at most `max_cached_bytes` of freed blocks; beyond that, blocks go back
 /// to the base pool. Buffers handed to numpy/torch may outlive any loader, so the process's
 /// pool (Default()) is never destroyed. Thread-safe.
-class RecyclingPool final : public arrow::MemoryPool {
+class RecyclingPool final : public CountedPool {
  public:
   /// Blocks of fewer bytes are not worth keeping (the allocator's own caches serve them).
   static constexpr int64_t kMinRecycledBytes = 4096;
@@ -44,10 +44,6 @@ class RecyclingPool final : public arrow::MemoryPool {
                            uint8_t** ptr) override;
   void Free(uint8_t* buffer, int64_t size, int64_t alignment) override;
 
-  int64_t bytes_allocated() const override { return bytes_allocated_.load(); }
-  int64_t max_memory() const override { return max_memory_.load(); }
-  int64_t total_bytes_allocated() const override { return total_bytes_allocated_.load(); }
-  int64_t num_allocations() const override { return num_allocations_.load(); }
   std::string backend_name() const override { return "recycling(" + base_->backend_name() + ")"; }
   /// Bytes of freed blocks held for reuse now.
   int64_t cached_bytes() const;
@@ -55,15 +51,12 @@ class RecyclingPool final : public arrow::MemoryPool {
  private:
   // Blocks are kept per (size, alignment).
   using Key = std::pair<int64_t, int64_t>;
-  void Count(int64_t delta);
 
   arrow::MemoryPool* const base_;
   const int64_t max_cached_bytes_;
   mutable Mutex mutex_;
   std::map<Key, std::vector<uint8_t*>> free_ GUARDED_BY(mutex_);
   int64_t cached_bytes_ GUARDED_BY(mutex_) = 0;
-  std::atomic<int64_t> bytes_allocated_{0}, max_memory_{0}, total_bytes_allocated_{0},
-      num_allocations_{0};
 };
 
 }  // namespace stoker

@@ -130,6 +130,9 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> FilterAndTransform(
       ARROW_ASSIGN_OR_RAISE(batch, batch->RemoveColumn(batch->schema()->GetFieldIndex(name)));
     }
   }
+  if (source.decoder != nullptr && !source.decoder->empty()) {
+    ARROW_ASSIGN_OR_RAISE(batch, source.decoder->Apply(std::move(batch), source.pool));
+  }
   return source.transforms->ApplyBeforeDraws(batch, source.pool);
 }
 

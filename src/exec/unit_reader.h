@@ -14,6 +14,7 @@
 
 #include "assemble/plan_columns.h"
 #include "cache/disk_cache.h"
+#include "decode/column_decoder.h"
 #include "exec/error_budget.h"
 #include "manifest/manifest.h"
 #include "stoker/options.h"
@@ -35,7 +36,9 @@ struct UnitSource {
   std::optional<arrow::compute::Expression> filter_expression;
   /// Columns read only because the filter needs them; dropped after it.
   std::vector<std::string> filter_only_columns;
-  /// Applied after the filter.
+  /// Decodes the encoded columns, after the filter (LoaderOptions::codecs); null for none.
+  std::shared_ptr<const ColumnDecoder> decoder;
+  /// Applied after the decoder.
   std::shared_ptr<const TransformSpec> transforms;
   /// Columns of a finished unit (the transforms' output).
   std::shared_ptr<arrow::Schema> output_schema;

@@ -104,16 +104,18 @@ arrow::Result<std::vector<std::string>> ColumnsToRead(const LoaderOptions& optio
   return read;
 }
 
-// Validates the transforms against the columns they receive (those read, less the filter's
-// own) and records the output schema they make.
+// Validates the codecs against the columns read (less the filter's own), then the transforms
+// against the columns the codecs decode, and records the output schema they make.
 arrow::Status SetUpTransforms(const LoaderOptions& options, UnitSource* source) {
   arrow::FieldVector inputs;
   for (const auto& field : source->manifest->schema()->fields()) {
     const auto& skip = source->filter_only_columns;
     if (std::find(skip.begin(), skip.end(), field->name()) == skip.end()) inputs.push_back(field);
   }
+  ARROW_ASSIGN_OR_RAISE(source->decoder,
+                        ColumnDecoder::Make(options.codecs, *arrow::schema(inputs)));
   ARROW_ASSIGN_OR_RAISE(source->transforms,
-                        TransformSpec::Make(options.transforms, arrow::schema(inputs)));
+                        TransformSpec::Make(options.transforms, source->decoder->output_schema()));
   source->output_schema = source->transforms->output_schema();
   return arrow::Status::OK();
 }
@@ -145,6 +147,8 @@ void SetUpCache(const LoaderOptions& options, const std::shared_ptr<Stats>& stat
   }
   config.Add(source->filter == nullptr ? std::string() : source->filter->digest());
   config.Add(source->transforms->digest());
+  // Only with codecs: a loader without them keeps the cache keys it had before.
+  if (!source->decoder->empty()) config.Add(source->decoder->digest());
   source->cache_config_digest = config.Hex();
 }
 

@@ -166,6 +166,39 @@ void SetSeed(LoaderOptions& o, nb::int_ seed) {
   o.seed = value;
 }
 
+// LoaderOptions::codecs as Python spells them: a list of dicts {"column", "codec", "dtype",
+// "shape"} (shape a list of sizes, -1 for an unknown one).
+nb::list CodecsToList(const LoaderOptions& o) {
+  nb::list out;
+  for (const ColumnCodec& codec : o.codecs) {
+    nb::dict d;
+    d["column"] = codec.column;
+    d["codec"] = std::string(ValueCodecName(codec.codec));
+    d["dtype"] = codec.dtype;
+    d["shape"] = codec.shape;
+    out.append(d);
+  }
+  return out;
+}
+
+void SetCodecs(LoaderOptions& o, const std::vector<nb::dict>& codecs) {
+  std::vector<ColumnCodec> out;
+  for (const nb::dict& d : codecs) {
+    for (const char* key : {"column", "codec", "dtype", "shape"}) {
+      if (!d.contains(key)) {
+        throw StatusError(arrow::Status::Invalid("codecs: each codec needs a '", key, "' key"));
+      }
+    }
+    ColumnCodec codec;
+    codec.column = Cast<std::string>(d, "column");
+    codec.codec = ValueOrThrow(ParseValueCodec(Cast<std::string>(d, "codec")));
+    codec.dtype = Cast<std::string>(d, "dtype");
+    codec.shape = Cast<std::vector<int64_t>>(d, "shape");
+    out.push_back(std::move(codec));
+  }
+  o.codecs = std::move(out);
+}
+
 void BindTransformOp(nb::module_& m) {
   OptionsClass<TransformOp>(m, "TransformOp", "One step of a transform spec (transform_options.h).")
       .Property(
@@ -268,6 +301,7 @@ void BindLoaderOptions(nb::module_& m) {
           [](LoaderOptions& o, const std::optional<std::string>& name) {
             o.index = name.has_value() ? ValueOrThrow(ParseIndexPolicy(*name)) : IndexPolicy::kUse;
           })
+      .Property("codecs", &CodecsToList, &SetCodecs)
       .Field("transforms", &LoaderOptions::transforms)
       .Property("filter", &SerializedFilter, &SetSerializedFilter)
       .Finish()

@@ -64,6 +64,7 @@ TEST(FuzzRegressions, ParquetInputs) { Replay(kRegressions / "parquet", ParquetI
 TEST(FuzzRegressions, FilterInputs) { Replay(kRegressions / "filter", FilterInput); }
 TEST(FuzzRegressions, TicketInputs) { Replay(kRegressions / "ticket", TicketInput); }
 TEST(FuzzRegressions, TransformInputs) { Replay(kRegressions / "transform", TransformInput); }
+TEST(FuzzRegressions, CodecInputs) { EXPECT_GT(Replay(kRegressions / "codec", CodecInput), 0u); }
 
 // The parquet fuzz target's seeds: valid files of every encoding and the known-bad ones.
 TEST(FuzzRegressions, ParquetTestingCorpus) {

@@ -22,5 +22,8 @@ int TicketInput(const uint8_t* data, size_t size);
 /// The bytes drive a transform spec (up to four ops, any kinds, columns and parameters)
 /// compiled against a small dataset of every column type and applied for one epoch.
 int TransformInput(const uint8_t* data, size_t size);
+/// The bytes as one encoded value (ndarray, compressed ndarray, png, jpeg; the first byte picks
+/// the codec, shape and dtype) decoded by the workers' ColumnDecoder.
+int CodecInput(const uint8_t* data, size_t size);
 
 }  // namespace stoker::fuzz

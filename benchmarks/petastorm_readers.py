@@ -1,0 +1,181 @@
+"""Petastorm's readers against Stoker on the same Petastorm dataset, one with array and image
+fields: Petastorm's make_reader (its row path, decoding each row's codecs in its worker
+threads) and make_batch_reader (which does not decode codecs: a TransformSpec decodes them
+with Petastorm's own codecs, what a user of that path must write) against
+stoker.petastorm.make_reader (rows), stoker.petastorm.make_batch_reader (column batches) and
+stoker.petastorm.make_loader (tensors, the fast path). The codecs run in every reader: the
+delivered values are decoded tensors. Each run is a fresh process in the reader's own
+environment, one epoch, no cache; medians of --repeats; the load average around each run.
+
+    python benchmarks/petastorm_readers.py --petastorm-python .bench-petastorm-venv/bin/python
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIELDS = ["id", "image", "depth", "embedding"]
+
+
+def write_dataset(out: str, rows: int, row_group_rows: int) -> None:
+    """In Petastorm's environment: a dataset of png images, compressed depth maps and float
+    arrays, encoded by Petastorm's codecs and described by its Unischema."""
+    import numpy as np
+    from petastorm.codecs import (
+        CompressedImageCodec,
+        CompressedNdarrayCodec,
+        NdarrayCodec,
+        ScalarCodec,
+    )
+    from petastorm.unischema import Unischema, UnischemaField
+    from pyspark.sql.types import IntegerType
+
+    sys.path.insert(0, str(ROOT / "tests" / "petastorm"))
+    import make_dataset
+    from make_dataset import image
+
+    schema = Unischema("Bench", [
+        UnischemaField("id", np.int32, (), ScalarCodec(IntegerType()), False),
+        UnischemaField("image", np.uint8, (64, 64, 3), CompressedImageCodec("png"), False),
+        UnischemaField("depth", np.float32, (32, 32), CompressedNdarrayCodec(), False),
+        UnischemaField("embedding", np.float32, (128,), NdarrayCodec(), False),
+    ])
+
+    def row(i: int) -> dict:
+        rng = np.random.default_rng(i)
+        return {"id": np.int32(i), "image": image(rng, (64, 64, 3)),
+                "depth": np.cumsum(rng.normal(size=(32, 32)), axis=1).astype(np.float32),
+                "embedding": rng.normal(size=128).astype(np.float32)}
+
+    make_dataset.ROW_GROUP_ROWS = row_group_rows
+    make_dataset.write_with_codecs(Path(out), schema, row, rows=rows, files=4)
+
+
+def run_petastorm(url: str, reader: str, threads: int) -> dict:
+    import numpy as np
+    from petastorm import make_batch_reader, make_reader
+    from petastorm.etl.dataset_metadata import get_schema_from_dataset_url
+    from petastorm.transform import TransformSpec
+
+    started = time.perf_counter()
+    rows = 0
+    if reader == "make_reader":
+        with make_reader(url, workers_count=threads, num_epochs=1, seed=1) as r:
+            for sample in r:
+                rows += 1
+    else:
+        schema = get_schema_from_dataset_url(url)
+        encoded = [f for f in schema.fields.values() if f.codec is not None
+                   and type(f.codec).__name__ != "ScalarCodec"]
+
+        def decode(frame):
+            for field in encoded:
+                frame[field.name] = [np.ascontiguousarray(field.codec.decode(field, v))
+                                     for v in frame[field.name]]
+            return frame
+
+        # The decoded fields' types, which Petastorm checks each batch against.
+        edits = [(f.name, f.numpy_dtype, f.shape, f.nullable) for f in encoded]
+        with make_batch_reader(url, workers_count=threads, num_epochs=1, seed=1,
+                               transform_spec=TransformSpec(decode, edit_fields=edits)) as r:
+            for batch in r:
+                assert batch.image.shape[1:] == (64, 64, 3), batch.image.shape
+                rows += len(batch.id)
+    return {"rows": rows, "seconds": time.perf_counter() - started}
+
+
+def run_stoker(url: str, reader: str, threads: int) -> dict:
+    import stoker.petastorm as sp
+
+    started = time.perf_counter()
+    rows = 0
+    if reader == "make_reader":
+        with sp.make_reader(url, workers_count=threads, num_epochs=1, seed=1) as r:
+            for sample in r:
+                rows += 1
+    elif reader == "make_batch_reader":
+        with sp.make_batch_reader(url, workers_count=threads, num_epochs=1, seed=1) as r:
+            for batch in r:
+                rows += len(batch.id)
+    else:
+        for batch in sp.make_loader(url, batch_size=256, num_threads=threads, seed=1):
+            rows += len(batch["id"])
+    return {"rows": rows, "seconds": time.perf_counter() - started}
+
+
+def load() -> float:
+    return os.getloadavg()[0]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--petastorm-python", required=True)
+    parser.add_argument("--dataset", help="an existing dataset directory (else one is written)")
+    parser.add_argument("--rows", type=int, default=20_000)
+    parser.add_argument("--row-group-rows", type=int, default=1_000)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", help="write the results here too")
+    parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        kind, url, reader = args.child
+        if kind == "write":
+            write_dataset(url, args.rows, args.row_group_rows)
+            return
+        run = run_petastorm if kind == "petastorm" else run_stoker
+        print(json.dumps(run(url, reader, args.threads)))
+        return
+
+    def child(python: str, *what: str) -> dict:
+        out = subprocess.run([python, __file__, "--petastorm-python",
+                              args.petastorm_python, "--rows", str(args.rows),
+                              "--row-group-rows", str(args.row_group_rows), "--threads",
+                              str(args.threads), "--child", *what],
+                             capture_output=True, text=True, check=True).stdout
+        return json.loads(out.strip().splitlines()[-1]) if what[0] != "write" else {}
+
+    with tempfile.TemporaryDirectory() as tmp:
+        dataset = args.dataset or os.path.join(tmp, "dataset")
+        if args.dataset is None:
+            child(args.petastorm_python, "write", dataset, "-")
+        url = Path(dataset).resolve().as_uri()
+        cases = [("petastorm", "make_reader", args.petastorm_python),
+                 ("petastorm", "make_batch_reader", args.petastorm_python),
+                 ("stoker", "make_reader", sys.executable),
+                 ("stoker", "make_batch_reader", sys.executable),
+                 ("stoker", "make_loader", sys.executable)]
+        results = []
+        for kind, reader, python in cases:
+            rates, loads = [], []
+            for _ in range(args.repeats):
+                before = load()
+                run = child(python, kind, url, reader)
+                loads.append((before, load()))
+                rates.append(run["rows"] / run["seconds"])
+            results.append({"loader": kind, "reader": reader, "rows": run["rows"],
+                            "rows_per_second": rates, "median": statistics.median(rates),
+                            "load_average": loads})
+    print(f"{args.rows} rows (png 64x64x3, compressed float32 32x32, float32 128), "
+          f"{args.threads} threads, {args.repeats} runs each, {os.cpu_count()} CPUs")
+    print("| loader | reader | rows/s, median (runs) | 1-min load before → after each run |")
+    print("| --- | --- | --- | --- |")
+    for r in results:
+        runs = ", ".join(f"{x:,.0f}" for x in r["rows_per_second"])
+        loads = ", ".join(f"{a:.1f}→{b:.1f}" for a, b in r["load_average"])
+        print(f"| {r['loader']} | {r['reader']} | **{r['median']:,.0f}** ({runs}) | {loads} |")
+    if args.json:
+        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""Petastorm's reader API on Stoker: change ``from petastorm import make_reader`` to
+``from stoker.petastorm import make_reader`` (docs/petastorm.md has every argument).
+
+A Petastorm dataset is read as it is: its stored Unischema is loaded by a restricted
+unpickler (only the classes a Unischema holds, mapped to Stoker's own definitions; Petastorm
+need not be installed) and its codecs — ndarray, compressed ndarray, png, jpeg — are decoded
+in the C++ workers, per row group, before the disk cache."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from stoker.petastorm._metadata import UNISCHEMA_KEY, find_unischema, resolve_url
+from stoker.petastorm._pickle import UnischemaUnpickler, load_unischema
+from stoker.petastorm._reader import Reader, _make, loader_codecs, make_loader
+from stoker.petastorm._unischema import (
+    CompressedImageCodec,
+    CompressedNdarrayCodec,
+    NdarrayCodec,
+    ScalarCodec,
+    Unischema,
+    UnischemaField,
+    match_unischema_fields,
+)
+
+__all__ = [
+    "UNISCHEMA_KEY",
+    "CompressedImageCodec",
+    "CompressedNdarrayCodec",
+    "NdarrayCodec",
+    "Reader",
+    "ScalarCodec",
+    "TransformSpec",
+    "Unischema",
+    "UnischemaField",
+    "UnischemaUnpickler",
+    "get_schema_from_dataset_url",
+    "load_unischema",
+    "loader_codecs",
+    "make_batch_reader",
+    "make_loader",
+    "make_reader",
+    "match_unischema_fields",
+]
+
+
+class TransformSpec:
+    """Petastorm's TransformSpec: ``func`` runs in Python on each row (make_reader) or each
+    batch as a pandas DataFrame (make_batch_reader), the slow path; ``edit_fields``
+    (name, numpy dtype, shape, nullable) tuples, ``removed_fields`` and ``selected_fields``
+    describe its output. The fast path is Stoker's transforms (docs/transforms.md)."""
+
+    def __init__(self, func: Callable[[Any], Any] | None = None,
+                 edit_fields: Sequence[tuple] | None = None,
+                 removed_fields: Sequence[str] | None = None,
+                 selected_fields: Sequence[str] | None = None) -> None:
+        self.func = func if func is not None else (lambda x: x)
+        self.edit_fields = list(edit_fields or [])
+        self.removed_fields = list(removed_fields or [])
+        self.selected_fields = None if selected_fields is None else list(selected_fields)
+
+
+def get_schema_from_dataset_url(dataset_url: str | os.PathLike) -> Unischema:
+    """The Unischema a Petastorm dataset stores (read by the restricted unpickler)."""
+    filesystem, path, source = resolve_url(dataset_url)
+    schema = find_unischema(filesystem, path, source)
+    if schema is None:
+        raise ValueError(f"'{source}' stores no Petastorm Unischema (no "
+                         f"{UNISCHEMA_KEY.decode()} in _common_metadata, _metadata or a footer)")
+    return schema
+
+
+def make_reader(dataset_url: str | os.PathLike, schema_fields: Sequence[Any] | None = None,
+                reader_pool_type: str = "thread", workers_count: int | None = None,
+                results_queue_size: int = 50, seed: int | None = None,
+                shuffle_rows: bool = False, shuffle_row_groups: bool = True,
+                shuffle_row_drop_partitions: int = 1, predicate: Any = None,
+                rowgroup_selector: Any = None, num_epochs: int | None = 1,
+                cur_shard: int | None = None, shard_count: int | None = None,
+                shard_seed: int | None = None, cache_type: str | None = "null",
+                cache_location: str | None = None, cache_size_limit: int | None = None,
+                cache_row_size_estimate: int | None = None,
+                cache_extra_settings: dict | None = None, hdfs_driver: str = "libhdfs3",
+                transform_spec: TransformSpec | None = None, filters: Any = None,
+                storage_options: dict | None = None, zmq_copy_buffers: bool = True,
+                filesystem: Any = None, **loader_args: Any) -> Reader:
+    """Petastorm's make_reader: yields one namedtuple per row, its fields decoded (numpy
+    arrays of the Unischema's shapes, numpy scalars, str). ``workers_count`` is Stoker's
+    ``num_threads`` (None: the CPUs this process may use); ``seed`` None is seed 0 (Stoker's
+    order is always reproducible); ``predicate`` is a ``pyarrow.compute`` expression (fast:
+    the C++ workers, row groups pruned by statistics) or a Petastorm predicate (slow: Python,
+    per row). Further keyword arguments go to ``stoker.Loader`` (e.g. ``shuffle_window``,
+    ``transforms``). docs/petastorm.md maps every argument."""
+    return _make(dataset_url, batched=False, schema_fields=schema_fields,
+                 workers_count=workers_count, seed=seed, shuffle_rows=shuffle_rows,
+                 shuffle_row_groups=shuffle_row_groups,
+                 shuffle_row_drop_partitions=shuffle_row_drop_partitions, predicate=predicate,
+                 rowgroup_selector=rowgroup_selector, num_epochs=num_epochs,
+                 cur_shard=cur_shard, shard_count=shard_count, cache_type=cache_type,
+                 cache_location=cache_location, cache_size_limit=cache_size_limit,
+                 transform_spec=transform_spec, filters=filters,
+                 storage_options=storage_options, filesystem=filesystem, batch_size=None,
+                 loader_args=loader_args)
+
+
+def make_batch_reader(dataset_url_or_urls: str | os.PathLike,
+                      schema_fields: Sequence[Any] | None = None,
+                      reader_pool_type: str = "thread", workers_count: int | None = None,
+                      results_queue_size: int = 50, seed: int | None = None,
+                      shuffle_rows: bool = False, shuffle_row_groups: bool = True,
+                      shuffle_row_drop_partitions: int = 1, predicate: Any = None,
+                      rowgroup_selector: Any = None, num_epochs: int | None = 1,
+                      cur_shard: int | None = None, shard_count: int | None = None,
+                      shard_seed: int | None = None, cache_type: str | None = "null",
+                      cache_location: str | None = None, cache_size_limit: int | None = None,
+                      cache_row_size_estimate: int | None = None,
+                      cache_extra_settings: dict | None = None, hdfs_driver: str = "libhdfs3",
+                      transform_spec: TransformSpec | None = None, filters: Any = None,
+                      storage_options: dict | None = None, zmq_copy_buffers: bool = True,
+                      filesystem: Any = None, convert_early_to_numpy: bool = False,
+                      batch_size: int = 1024, **loader_args: Any) -> Reader:
+    """Petastorm's make_batch_reader: yields namedtuples of column batches (numpy arrays of
+    ``batch_size`` rows; Petastorm's are one row group each). Unlike Petastorm's, it decodes a
+    Petastorm dataset's codecs too. Arguments as make_reader's."""
+    return _make(dataset_url_or_urls, batched=True, schema_fields=schema_fields,
+                 workers_count=workers_count, seed=seed, shuffle_rows=shuffle_rows,
+                 shuffle_row_groups=shuffle_row_groups,
+                 shuffle_row_drop_partitions=shuffle_row_drop_partitions, predicate=predicate,
+                 rowgroup_selector=rowgroup_selector, num_epochs=num_epochs,
+                 cur_shard=cur_shard, shard_count=shard_count, cache_type=cache_type,
+                 cache_location=cache_location, cache_size_limit=cache_size_limit,
+                 transform_spec=transform_spec, filters=filters,
+                 storage_options=storage_options, filesystem=filesystem,
+                 batch_size=batch_size, loader_args=loader_args)

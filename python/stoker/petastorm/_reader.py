@@ -1,0 +1,337 @@
+"""make_reader / make_batch_reader: Petastorm's reader API over a stoker.Loader. The stored
+Unischema (read by the restricted unpickler) gives the codecs the C++ workers decode; the
+reader iterates the loader's epochs and hands out namedtuples of rows or of column batches."""
+
+from __future__ import annotations
+
+import os
+import re
+import warnings
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, Self
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+import stoker
+from stoker.petastorm import _convert
+from stoker.petastorm._metadata import find_unischema, resolve_url
+from stoker.petastorm._unischema import (
+    CompressedImageCodec,
+    CompressedNdarrayCodec,
+    NdarrayCodec,
+    Unischema,
+    UnischemaField,
+)
+
+# Rows the row reader takes from the engine at a time (the rows and their order do not depend
+# on it).
+_ROW_READER_BATCH = 256
+# Petastorm arguments accepted for compatibility that change nothing here.
+_IGNORED = ("reader_pool_type", "results_queue_size", "hdfs_driver", "zmq_copy_buffers",
+            "cache_row_size_estimate", "cache_extra_settings", "shard_seed")
+
+
+def loader_codecs(schema: Unischema, names: Sequence[str] | None = None) -> list[dict[str, Any]]:
+    """The Loader ``codecs`` that decode ``schema``'s encoded fields (all, or those in
+    ``names``): ndarray, compressed ndarray, png and jpeg. Scalars need none."""
+    codecs = []
+    for field in schema.fields.values():
+        if names is not None and field.name not in names:
+            continue
+        codec = _codec_name(field)
+        if codec is None:
+            continue
+        codecs.append({"column": field.name, "codec": codec,
+                       "dtype": _dtype_name(field),
+                       "shape": [-1 if d is None else int(d) for d in field.shape]})
+    return codecs
+
+
+def make_loader(dataset_url: str | os.PathLike, **loader_args: Any) -> stoker.Loader:
+    """A ``stoker.Loader`` over a Petastorm dataset that decodes its codecs (from the stored
+    Unischema) in the C++ workers: the fast path, batches of tensors (docs/petastorm.md).
+    ``loader_args`` are the Loader's; ``codecs`` defaults to the stored schema's."""
+    filesystem, path, source = resolve_url(dataset_url)
+    schema = find_unischema(filesystem, path, source)
+    if schema is not None and loader_args.get("codecs") is None:
+        loader_args["codecs"] = loader_codecs(schema, loader_args.get("columns"))
+    return stoker.Loader(source, **loader_args)
+
+
+def _codec_name(field: UnischemaField) -> str | None:
+    codec = field.codec
+    if isinstance(codec, CompressedNdarrayCodec):
+        return "compressed_ndarray"
+    if isinstance(codec, NdarrayCodec):
+        return "ndarray"
+    if isinstance(codec, CompressedImageCodec):
+        name = codec.image_codec
+        if name in ("jpg", "jpeg"):
+            return "jpeg"
+        if name == "png":
+            return "png"
+        raise ValueError(f"field '{field.name}': images in {name!r} cannot be decoded "
+                         f"(png and jpeg can)")
+    return None
+
+
+def _dtype_name(field: UnischemaField) -> str:
+    import numpy as np
+
+    return np.dtype(field.numpy_dtype).name
+
+
+class Reader:
+    """What make_reader and make_batch_reader return: an iterator over namedtuples (of rows, or
+    of column batches with ``batched_output``), usable as a context manager."""
+
+    def __init__(self, loader: stoker.Loader, schema: Unischema, num_epochs: int | None,
+                 batched: bool, row_filter: Callable[[Any], bool] | None,
+                 transform: Callable[[Any], Any] | None, transformed_schema: Unischema) -> None:
+        self._loader = loader
+        self.schema = transformed_schema
+        self.dataset_schema = schema
+        self.batched_output = batched
+        self.ngram = None
+        self.is_batched_reader = batched
+        self.num_epochs = num_epochs
+        self._row_filter, self._transform = row_filter, transform
+        self._epochs_started = 0
+        self._items: Iterator[Any] | None = None
+        self.last_row_consumed = False
+        self.stopped = False
+
+    @property
+    def loader(self) -> stoker.Loader:
+        """The stoker.Loader doing the work (stats(), state_dict(), ...)."""
+        return self._loader
+
+    def __iter__(self) -> Reader:
+        return self
+
+    def __next__(self) -> Any:
+        if self._items is None:
+            self._items = self._generate()
+        try:
+            return next(self._items)
+        except StopIteration:
+            self.last_row_consumed = True
+            raise
+
+    def _generate(self) -> Iterator[Any]:
+        while not self.stopped and (self.num_epochs is None
+                                    or self._epochs_started < self.num_epochs):
+            self._epochs_started += 1
+            epoch = iter(self._loader)
+            try:
+                for batch in epoch:
+                    if self.stopped:
+                        return
+                    yield from (self._batch(batch) if self.batched_output else self._rows(batch))
+            finally:
+                epoch.close()
+
+    def _rows(self, batch: pa.RecordBatch) -> Iterator[Any]:
+        getters = [_convert.row_getter(batch.column(i)) for i in range(batch.num_columns)]
+        names = batch.schema.names
+        row_type = self.schema.namedtuple_type()
+        for i in range(batch.num_rows):
+            row = {name: get(i) for name, get in zip(names, getters)}
+            if self._row_filter is not None and not self._row_filter(row):
+                continue
+            if self._transform is not None:
+                row = self._transform(row)
+            yield row_type(**{name: row[name] for name in self.schema.fields})
+
+    def _batch(self, batch: pa.RecordBatch) -> Iterator[Any]:
+        columns = {name: _convert.column_values(batch.column(i))
+                   for i, name in enumerate(batch.schema.names)}
+        if self._row_filter is not None:
+            import numpy as np
+
+            rows = len(batch)
+            keep = np.array([self._row_filter({n: c[i] for n, c in columns.items()})
+                             for i in range(rows)], dtype=bool)
+            columns = {n: c[keep] for n, c in columns.items()}
+        if self._transform is not None:
+            import pandas as pd
+
+            frame = self._transform(pd.DataFrame({n: list(c) if c.ndim > 1 else c
+                                                  for n, c in columns.items()}))
+            columns = {n: _stack(frame[n].to_numpy()) for n in frame.columns}
+        yield self.schema.namedtuple_type()(**{n: columns[n] for n in self.schema.fields})
+
+    def reset(self) -> None:
+        """Starts over after the last epoch was read (Petastorm's reset)."""
+        if self._items is not None and not self.last_row_consumed:
+            raise NotImplementedError("reset() is only allowed after every row was read")
+        self._epochs_started, self._items, self.last_row_consumed = 0, None, False
+
+    def stop(self) -> None:
+        """Stops reading: the loader's workers stop when the current epoch is closed."""
+        self.stopped = True
+        if self._items is not None:
+            self._items.close()
+
+    def join(self) -> None:
+        """Waits for the workers to finish (they are joined when the epoch closes)."""
+        self.stop()
+
+    @property
+    def diagnostics(self) -> dict[str, Any]:
+        return self._loader.stats()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self.join()
+
+
+def _stack(values: Any) -> Any:
+    import numpy as np
+
+    if values.dtype == object and len(values) and all(isinstance(v, np.ndarray) for v in values):
+        shapes = {v.shape for v in values}
+        if len(shapes) == 1:
+            return np.stack(list(values))
+    return values
+
+
+def _make(dataset_url: Any, *, batched: bool, schema_fields: Sequence[Any] | None,
+          workers_count: int | None, seed: int | None, shuffle_rows: bool,
+          shuffle_row_groups: bool, shuffle_row_drop_partitions: int, predicate: Any,
+          rowgroup_selector: Any, num_epochs: int | None, cur_shard: int | None,
+          shard_count: int | None, cache_type: str | None, cache_location: str | None,
+          cache_size_limit: int | None, transform_spec: Any, filters: Any,
+          storage_options: Any, filesystem: Any, batch_size: int | None,
+          loader_args: dict[str, Any]) -> Reader:
+    if isinstance(dataset_url, (list, tuple)):
+        raise NotImplementedError("a list of dataset URLs: pass the dataset's directory, or use "
+                                  "stoker.Loader with a list of files")
+    if rowgroup_selector is not None:
+        raise NotImplementedError("rowgroup_selector (Petastorm's row group indexes): use a "
+                                  "predicate given as a pyarrow.compute expression instead, "
+                                  "which prunes row groups by their statistics")
+    if shuffle_row_drop_partitions != 1:
+        raise NotImplementedError("shuffle_row_drop_partitions: Stoker shuffles rows across a "
+                                  "window of row groups (shuffle_window) instead")
+    if filesystem is not None:
+        raise NotImplementedError("filesystem: pass storage_options (docs/storage.md)")
+    if (cur_shard is None) != (shard_count is None):
+        raise ValueError("cur_shard and shard_count must be given together")
+    fs, path, source = resolve_url(dataset_url)
+    schema = find_unischema(fs, path, source)
+    if schema is None:
+        schema = _schema_from_arrow(source, storage_options)
+    if schema_fields is not None:
+        schema = schema.create_schema_view(_field_list(schema, schema_fields))
+    names = list(schema.fields)
+
+    row_filter = None
+    filter_expression = None
+    if isinstance(predicate, pc.Expression):
+        filter_expression = predicate
+    elif predicate is not None:
+        row_filter = _predicate_function(predicate, names)
+    if filters is not None:
+        expression = pq.filters_to_expression(filters)
+        filter_expression = expression if filter_expression is None else (
+            filter_expression & expression)
+
+    transform = None
+    output_schema = schema
+    if transform_spec is not None:
+        transform = transform_spec.func
+        output_schema = _transformed_schema(schema, transform_spec)
+
+    cache_dir = None
+    if cache_type not in (None, "null"):
+        if cache_type != "local-disk":
+            raise ValueError(f"Unknown cache_type: {cache_type}")
+        cache_dir = cache_location
+    for name in ("num_threads", "shuffle", "seed", "rank", "world_size", "columns", "codecs",
+                 "filter", "output", "batch_size"):
+        if name in loader_args:
+            raise TypeError(f"{name} is set from Petastorm's arguments; give those instead")
+    if batch_size is None:
+        batch_size = _ROW_READER_BATCH
+    loader = stoker.Loader(
+        source, columns=names, batch_size=batch_size,
+        shuffle=bool(shuffle_row_groups or shuffle_rows), seed=0 if seed is None else seed,
+        num_threads=workers_count, rank=cur_shard or 0, world_size=shard_count or 1,
+        mode="eval", output="arrow", codecs=loader_codecs(schema, names),
+        filter=filter_expression, cache_dir=cache_dir,
+        cache_limit_bytes=cache_size_limit or 0, storage_options=storage_options,
+        **loader_args)
+    return Reader(loader, schema, num_epochs, batched, row_filter, transform, output_schema)
+
+
+def _schema_from_arrow(source: str, storage_options: Any) -> Unischema:
+    """A Unischema of a plain Parquet dataset's columns (scalars, and lists as shape (None,))."""
+    import numpy as np
+
+    probe = stoker.Loader(source, batch_size=1, output="arrow", storage_options=storage_options)
+    fields = []
+    for field in probe.schema:
+        kind, shape = field.type, ()
+        if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+            kind, shape = kind.value_type, (None,)
+        try:
+            dtype = kind.to_pandas_dtype()
+        except NotImplementedError:
+            dtype = np.object_
+        if pa.types.is_string(kind) or pa.types.is_large_string(kind):
+            dtype = np.str_
+        fields.append(UnischemaField(field.name, dtype, shape, None, field.nullable))
+    return Unischema("inferred_schema", fields)
+
+
+def _field_list(schema: Unischema, schema_fields: Sequence[Any]) -> list[Any]:
+    out = []
+    for field in schema_fields:
+        if isinstance(field, str):
+            if field in schema.fields:
+                out.append(schema.fields[field])
+            else:
+                out.append(field)  # a regular expression, as Petastorm takes them
+        else:
+            out.append(field)
+    if any(isinstance(f, str) for f in out):
+        patterns = [f for f in out if isinstance(f, str)]
+        if not any(re.fullmatch(p, name) for p in patterns for name in schema.fields):
+            raise ValueError(f"schema_fields {patterns} match no field of {list(schema.fields)}")
+    return out
+
+
+def _predicate_function(predicate: Any, names: list[str]) -> Callable[[dict], bool]:
+    """A Petastorm predicate (get_fields / do_include) as a per-row function: the slow path."""
+    if not (hasattr(predicate, "get_fields") and hasattr(predicate, "do_include")):
+        raise TypeError(f"predicate must be a pyarrow.compute expression (the fast path) or a "
+                        f"Petastorm predicate with get_fields() and do_include(), got "
+                        f"{predicate!r}")
+    fields = list(predicate.get_fields())
+    missing = sorted(set(fields) - set(names))
+    if missing:
+        raise ValueError(f"the predicate reads {missing}, which schema_fields leaves out")
+    warnings.warn("a Python predicate runs per row in the consumer's thread (the slow path); a "
+                  "pyarrow.compute expression runs in the C++ workers and prunes row groups "
+                  "(docs/petastorm.md)", stacklevel=4)
+    return lambda row: bool(predicate.do_include({f: row[f] for f in fields}))
+
+
+def _transformed_schema(schema: Unischema, spec: Any) -> Unischema:
+    fields = [f for f in schema.fields.values()
+              if f.name not in set(getattr(spec, "removed_fields", None) or [])]
+    by_name = {f.name: f for f in fields}
+    for edit in getattr(spec, "edit_fields", None) or []:
+        name, dtype, shape, nullable = tuple(edit)[:4]
+        by_name[name] = UnischemaField(name, dtype, shape, None, nullable)
+    ordered = list(by_name.values())
+    selected = getattr(spec, "selected_fields", None)
+    if selected is not None:
+        ordered = [by_name[name] for name in selected]
+    return Unischema(f"{schema.name}_transformed", ordered)

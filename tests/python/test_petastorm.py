@@ -1,0 +1,430 @@
+"""Petastorm datasets read as they are (docs/petastorm.md): the stored Unischema through the
+restricted unpickler, every codec decoded in the C++ workers equal to what Petastorm's own
+make_reader decodes, the drop-in reader API and its torch loaders.
+
+tests/data/petastorm was written by Petastorm's own code (tests/petastorm/make_dataset.py, run
+in Petastorm's environment): each value encoded by its field's codec, the Unischema stored by
+Petastorm's dataset_metadata helpers, and expected.npz holding every row as Petastorm's
+make_reader decoded it. With Petastorm's environment at hand (.bench-petastorm-venv, built by
+`make bench`), the live tests write a fresh dataset with it and run Petastorm's hello-world
+examples through the compat layer."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+import stoker
+import stoker.petastorm as sp
+from stoker.petastorm import pytorch as sp_torch
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURE = ROOT / "tests" / "data" / "petastorm"
+PETASTORM_PYTHON = ROOT / ".bench-petastorm-venv" / "bin" / "python"
+CODEC_FIELDS = {
+    "scalar": ["id", "weight", "name"],
+    "ndarray": ["matrix", "fortran", "ragged", "cube"],
+    "compressed_ndarray": ["packed", "packed_ragged"],
+    "png": ["rgb_png", "grey_png"],
+    "jpeg": ["rgb_jpeg", "grey_jpeg"],
+}
+ALL_FIELDS = [f for fields in CODEC_FIELDS.values() for f in fields]
+
+
+def _unequal_rows(dataset: Path, expected_npz: Path, fields: list[str]) -> tuple[int, dict]:
+    """(rows read, {field: ids whose value differs from Petastorm's})."""
+    expected = np.load(expected_npz)
+    bad: dict[str, list[int]] = {}
+    rows = 0
+    with sp.make_reader(dataset.as_uri(), schema_fields=["id", *fields],
+                        shuffle_row_groups=False, workers_count=2) as reader:
+        for row in reader:
+            rows += 1
+            for name in fields:
+                got, want = np.asarray(getattr(row, name)), expected[f"{name}/{int(row.id)}"]
+                if got.shape != want.shape or got.dtype != want.dtype or not np.array_equal(
+                        got, want):
+                    bad.setdefault(name, []).append(int(row.id))
+    return rows, bad
+
+
+# --- the restricted unpickler ----------------------------------------------------------------
+
+
+class _RunsACommand:
+    def __init__(self, marker: Path) -> None:
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, (f"touch {self.marker}",))
+
+
+def _with_stored_schema(tmp_path: Path, pickled: bytes) -> Path:
+    dataset = tmp_path / "dataset"
+    dataset.mkdir()
+    table = pa.table({"x": pa.array([1, 2, 3], pa.int64())})
+    pq.write_table(table, dataset / "part-0.parquet")
+    schema = table.schema.with_metadata({sp.UNISCHEMA_KEY: pickled})
+    pq.write_metadata(schema, dataset / "_common_metadata")
+    return dataset
+
+
+@pytest.mark.parametrize("payload, refused", [
+    ("os.system", "posix.system"),
+    ("eval", "builtins.eval"),  # Petastorm's own unpickler allows every builtins name
+])
+def test_a_malicious_stored_schema_is_refused_and_nothing_runs(tmp_path: Path, payload: str,
+                                                               refused: str) -> None:
+    marker = tmp_path / "marker"
+    if payload == "os.system":
+        pickled = pickle.dumps(_RunsACommand(marker))
+    else:
+        class Evaluates:
+            def __reduce__(self):
+                return (eval, (f"open({str(marker)!r}, 'w')",))
+        pickled = pickle.dumps(Evaluates())
+    dataset = _with_stored_schema(tmp_path, pickled)
+    for read in (sp.get_schema_from_dataset_url,
+                 lambda url: sp.make_reader(url),
+                 lambda url: sp.make_loader(url, batch_size=2)):
+        with pytest.raises(ValueError, match=f"refers to {refused}.*refuses to load it"):
+            read(dataset.as_uri())
+        assert not marker.exists()
+
+
+def test_a_pickle_of_something_else_is_refused_naming_what_it_holds() -> None:
+    with pytest.raises(ValueError, match="holds a OrderedDict, not a Unischema"):
+        sp.load_unischema(pickle.dumps(__import__("collections").OrderedDict()))
+    with pytest.raises(ValueError, match="not a readable pickle"):
+        sp.load_unischema(pickle.dumps(sp.Unischema("s", []))[:-5])
+
+
+def test_the_unischema_petastorm_stored_loads_into_stokers_definitions() -> None:
+    schema = sp.get_schema_from_dataset_url(FIXTURE / "dataset")
+    assert list(schema.fields) == ALL_FIELDS
+    assert schema.matrix == sp.UnischemaField("matrix", np.float32, (4, 3), None, False)
+    assert schema.cube.shape == (None, 4, None) and schema.cube.numpy_dtype is np.uint8
+    assert isinstance(schema.packed.codec, sp.CompressedNdarrayCodec)
+    assert isinstance(schema.ragged.codec, sp.NdarrayCodec)
+    assert schema.rgb_jpeg.codec.image_codec == "jpeg" and schema.rgb_jpeg.codec._quality == 90
+    assert repr(schema.id.codec) == "ScalarCodec(IntegerType())"
+    assert sp.loader_codecs(schema, ["grey_jpeg", "cube", "id"]) == [
+        {"column": "cube", "codec": "ndarray", "dtype": "uint8", "shape": [-1, 4, -1]},
+        {"column": "grey_jpeg", "codec": "jpeg", "dtype": "uint8", "shape": [-1, -1]},
+    ]
+
+
+def test_protocol_0_and_legacy_package_names_load(tmp_path: Path) -> None:
+    schema = sp.Unischema("Old", [sp.UnischemaField("a", np.uint8, (2,), sp.NdarrayCodec(),
+                                                    False)])
+    # Stoker's classes pickle under Stoker's module names: rewrite them to what Petastorm wrote
+    # (protocol 0 is text), once under today's package and once under its pre-rename one.
+    for package in ("petastorm", "av.ml.dataset_toolkit"):
+        text = pickle.dumps(schema, protocol=0)
+        text = text.replace(b"stoker.petastorm._unischema\nUnischemaField",
+                            package.encode() + b".unischema\nUnischemaField")
+        text = text.replace(b"stoker.petastorm._unischema\nUnischema\n",
+                            package.encode() + b".unischema\nUnischema\n")
+        text = text.replace(b"stoker.petastorm._unischema\nNdarrayCodec",
+                            package.encode() + b".codecs\nNdarrayCodec")
+        loaded = sp.load_unischema(text)
+        assert loaded.fields["a"] == schema.fields["a"]
+        assert isinstance(loaded.a.codec, sp.NdarrayCodec)
+
+
+# --- every codec equal to Petastorm's decoding -----------------------------------------------
+
+
+@pytest.mark.parametrize("codec", list(CODEC_FIELDS))
+def test_every_row_decodes_as_petastorm_decodes_it(codec: str) -> None:
+    rows, bad = _unequal_rows(FIXTURE / "dataset", FIXTURE / "expected.npz", CODEC_FIELDS[codec])
+    assert rows == 40
+    assert bad == {}
+
+
+@pytest.mark.skipif(not PETASTORM_PYTHON.exists(),
+                    reason="Petastorm's environment (.bench-petastorm-venv) is built by make bench")
+def test_a_dataset_petastorm_writes_now_reads_identically(tmp_path: Path) -> None:
+    subprocess.run([str(PETASTORM_PYTHON), "-W", "ignore",
+                    str(ROOT / "tests" / "petastorm" / "make_dataset.py"), str(tmp_path)],
+                   check=True, capture_output=True, timeout=300)
+    rows, bad = _unequal_rows(tmp_path / "dataset", tmp_path / "expected.npz", ALL_FIELDS)
+    assert rows == 40 and bad == {}
+
+
+def _hello_world_example(name: str) -> str:
+    site = next((ROOT / ".bench-petastorm-venv" / "lib").glob("python3*/site-packages"))
+    path = site / "examples" / "hello_world" / "petastorm_dataset" / name
+    return path.read_text()
+
+
+@pytest.mark.skipif(not PETASTORM_PYTHON.exists(),
+                    reason="Petastorm's environment (.bench-petastorm-venv) is built by make bench")
+@pytest.mark.parametrize("example", ["python_hello_world.py", "pytorch_hello_world.py"])
+def test_petastorms_hello_world_runs_through_the_compat_layer(tmp_path: Path,
+                                                               example: str) -> None:
+    # The hello-world dataset, written by Petastorm (its schema, its row generator; the files
+    # by pyarrow rather than Spark: tests/petastorm/make_dataset.py says how).
+    subprocess.run([str(PETASTORM_PYTHON), "-W", "ignore",
+                    str(ROOT / "tests" / "petastorm" / "make_dataset.py"),
+                    str(tmp_path / "hello"), "--hello-world"], check=True, capture_output=True, timeout=300)
+    source = _hello_world_example(example)
+    default_url = "file:///tmp/hello_world_dataset"
+    assert "from petastorm" in source and default_url in source
+    script = tmp_path / example
+    # Its imports changed, and its dataset's location.
+    script.write_text(source.replace("from petastorm", "from stoker.petastorm")
+                      .replace(default_url, (tmp_path / "hello").as_uri()))
+    out = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                         timeout=300, check=True).stdout
+    if example == "python_hello_world.py":
+        assert sorted(int(line) for line in out.split()) == list(range(10))
+    else:
+        assert out.startswith("tensor([")
+
+
+# --- the fast path: decoded tensors from a stoker.Loader ---------------------------------------
+
+
+def _fixed_shape_fields() -> list[str]:
+    return ["id", "matrix", "fortran", "packed", "rgb_png", "grey_png", "rgb_jpeg"]
+
+
+def test_make_loader_gives_tensors_of_the_unischemas_shapes() -> None:
+    loader = sp.make_loader(FIXTURE / "dataset", columns=_fixed_shape_fields(), batch_size=16,
+                            shuffle=False)
+    batches = list(loader)
+    assert [len(b["id"]) for b in batches] == [16, 16, 8]
+    first = batches[0]
+    assert first["rgb_png"].shape == (16, 24, 32, 3) and first["rgb_png"].dtype == np.uint8
+    assert first["grey_png"].shape == (16, 24, 32)
+    assert first["fortran"].shape == (16, 3, 5) and first["fortran"].dtype == np.float64
+    expected = np.load(FIXTURE / "expected.npz")
+    for i, row_id in enumerate(first["id"]):
+        for name in ("fortran", "rgb_jpeg", "packed"):
+            assert np.array_equal(first[name][i], expected[f"{name}/{row_id}"])
+
+
+def test_decoding_is_deterministic_across_threads_and_cache(tmp_path: Path) -> None:
+    def batches(threads: int, cache: Path | None) -> list:
+        loader = sp.make_loader(FIXTURE / "dataset", columns=_fixed_shape_fields(),
+                                batch_size=8, seed=3, shuffle_window=16, num_threads=threads,
+                                cache_dir=cache)
+        return list(loader), loader
+
+    one, _ = batches(1, None)
+    many, _ = batches(4, None)
+    cold, cold_loader = batches(2, tmp_path / "cache")
+    warm, warm_loader = batches(2, tmp_path / "cache")
+    for other in (many, cold, warm):
+        assert len(other) == len(one)
+        for a, b in zip(one, other):
+            assert all(np.array_equal(a[k], b[k]) for k in a)
+    # The cache holds decoded units: the warm pass reads no Parquet bytes at all.
+    assert cold_loader.stats()["cache_misses"] == 6  # row groups of 8, 8 and 4 rows per file
+    assert warm_loader.stats()["cache_hits"] == 6 and warm_loader.stats()["bytes_read"] == 0
+
+
+def test_unknown_dimensions_need_arrow_output_or_padding() -> None:
+    with pytest.raises(TypeError, match="column 'packed_ragged' has type list<item: float>"):
+        sp.make_loader(FIXTURE / "dataset", columns=["packed_ragged"], batch_size=4)
+    loader = sp.make_loader(FIXTURE / "dataset", columns=["id", "packed_ragged"], batch_size=40,
+                            shuffle=False, transforms=[{"op": "pad", "column": "packed_ragged",
+                                                        "length": 32, "value": 0}])
+    batch = next(iter(loader))
+    expected = np.load(FIXTURE / "expected.npz")
+    for i, row_id in enumerate(batch["id"]):
+        want = expected[f"packed_ragged/{row_id}"]
+        assert batch["packed_ragged_length"][i] == len(want)
+        assert np.array_equal(batch["packed_ragged"][i][:len(want)], want)
+
+
+# --- errors ----------------------------------------------------------------------------------
+
+
+def _encoded_dataset(tmp_path: Path, values: list[bytes]) -> Path:
+    path = tmp_path / "encoded.parquet"
+    pq.write_table(pa.table({"id": pa.array(range(len(values)), pa.int64()),
+                             "x": pa.array(values, pa.binary())}), path, row_group_size=2)
+    return path
+
+
+def _npy(array: np.ndarray) -> bytes:
+    import io
+
+    out = io.BytesIO()
+    np.save(out, array)
+    return out.getvalue()
+
+
+def test_a_value_disagreeing_with_the_declared_shape_names_file_row_group_and_column(
+        tmp_path: Path) -> None:
+    values = [_npy(np.zeros((2, 3), np.float32))] * 3 + [_npy(np.zeros((3, 2), np.float32))]
+    path = _encoded_dataset(tmp_path, values)
+    codecs = [{"column": "x", "codec": "ndarray", "dtype": "float32", "shape": [2, 3]}]
+    loader = stoker.Loader(path, batch_size=4, shuffle=False, codecs=codecs)
+    with pytest.raises(ValueError) as error:
+        list(loader)
+    message = str(error.value)
+    assert "encoded.parquet' (row group 1)" in message
+    assert "decoding column 'x' (ndarray)" in message
+    assert "row 1: decodes to shape (3, 2) where (2, 3) is declared" in message
+    wrong_dtype = [{"column": "x", "codec": "ndarray", "dtype": "float64", "shape": [2, 3]}]
+    with pytest.raises(ValueError, match="decodes to dtype float where double .float64. is "
+                                         "declared"):
+        list(stoker.Loader(path, batch_size=4, shuffle=False, codecs=wrong_dtype))
+    skipping = stoker.Loader(path, batch_size=4, shuffle=False, codecs=codecs, on_error="skip")
+    (batch,) = list(skipping)
+    assert batch["id"].tolist() == [0, 1]
+    assert skipping.stats()["skipped_units"][0]["row_group"] == 1
+
+
+@pytest.mark.parametrize("codec, garbage", [
+    ("ndarray", (b"\x93NUMPY\x01\x00\x76\x00{'descr': '<f4', 'fortran_order': False, "
+                 b"'shape': (99999999999, 99999999999), }")),
+    ("ndarray", b"not an array at all"),
+    ("compressed_ndarray", b"PK\x05\x06" + b"\x00" * 18),
+    ("compressed_ndarray", b"PK\x03\x04 truncated zip"),
+    ("png", b"\x89PNG\r\n\x1a\n" + b"\x00" * 40),
+    ("jpeg", b"\xff\xd8\xff\xe0" + b"\x13" * 100),
+])
+def test_malformed_bytes_give_an_error_not_a_crash(tmp_path: Path, codec: str,
+                                                   garbage: bytes) -> None:
+    path = _encoded_dataset(tmp_path, [garbage, garbage])
+    dtype, shape = ("uint8", [-1, -1]) if codec in ("png", "jpeg") else ("float32", [-1, -1])
+    codecs = [{"column": "x", "codec": codec, "dtype": dtype, "shape": shape}]
+    with pytest.raises(ValueError, match=f"decoding column 'x' .{codec}.: row 0"):
+        list(stoker.Loader(path, batch_size=2, codecs=codecs, output="arrow"))
+
+
+def test_codecs_are_checked_against_the_columns_when_the_loader_is_made(tmp_path: Path) -> None:
+    path = _encoded_dataset(tmp_path, [b"", b""])
+    cases = [
+        ({"column": "nope", "codec": "png", "dtype": "uint8", "shape": [2, 2]},
+         KeyError, "codecs: column 'nope' is not among the columns read"),
+        ({"column": "id", "codec": "ndarray", "dtype": "int64", "shape": [2]},
+         TypeError, "column 'id' has type int64; a ndarray codec decodes binary values"),
+        ({"column": "x", "codec": "png", "dtype": "float32", "shape": [2, 2]},
+         ValueError, r"a png image decodes to uint8 of shape \(H, W\) or \(H, W, 3\)"),
+        ({"column": "x", "codec": "ndarray", "dtype": "float64", "shape": [2**20, 2**20]},
+         ValueError, "would hold more than the 1073741824 bytes one value may decode to"),
+        ({"column": "x", "codec": "ndarray", "dtype": "float64", "shape": [0]},
+         ValueError, "neither a size from 1 to 2..31-1 nor unknown"),
+        ({"column": "x", "codec": "gif", "dtype": "uint8", "shape": [2, 2]},
+         ValueError, "codec 'gif' is not one of ndarray, compressed_ndarray, png, jpeg"),
+    ]
+    for codec, error, message in cases:
+        with pytest.raises(error, match=message):
+            stoker.Loader(path, batch_size=2, codecs=[codec])
+
+
+# --- the drop-in API -------------------------------------------------------------------------
+
+
+def test_make_reader_arguments_map_onto_the_loader() -> None:
+    url = (FIXTURE / "dataset").as_uri()
+    with sp.make_reader(url, schema_fields=["id", "matrix"], seed=5, num_epochs=2) as reader:
+        ids = [int(row.id) for row in reader]
+    assert sorted(ids) == sorted(list(range(40)) * 2) and ids[:40] != sorted(ids[:40])
+    with sp.make_reader(url, schema_fields=["id"], seed=5, num_epochs=2) as reader:
+        assert [int(row.id) for row in reader] == ids  # same seed, same order
+    shards = []
+    for shard in range(3):
+        with sp.make_reader(url, schema_fields=["id"], cur_shard=shard, shard_count=3,
+                            shuffle_row_groups=False) as reader:
+            shards.append([int(row.id) for row in reader])
+    assert sorted(itertools.chain(*shards)) == list(range(40))  # every row once across shards
+    with sp.make_reader(url, schema_fields=["id", "weight"],
+                        predicate=pc.field("id") >= 30) as reader:
+        assert sorted(int(row.id) for row in reader) == list(range(30, 40))
+    with sp.make_reader(url, schema_fields=["id"], filters=[("id", "<", 5)]) as reader:
+        assert sorted(int(row.id) for row in reader) == list(range(5))
+    with sp.make_reader(url, schema_fields=["id", "w.*"], shuffle_row_groups=False) as reader:
+        row = next(reader)
+        assert row._fields == ("id", "weight") and isinstance(row.weight, np.float64)
+        reader.stop()
+    with pytest.raises(NotImplementedError, match="rowgroup_selector"):
+        sp.make_reader(url, rowgroup_selector=object())
+
+
+class _InSet:
+    """Petastorm's in_set predicate, as a user's script would pass it."""
+
+    def get_fields(self):
+        return {"name"}
+
+    def do_include(self, values):
+        return values["name"] in {"row-3", "row-17"}
+
+
+def test_python_predicates_and_transform_specs_run_on_the_slow_path() -> None:
+    url = (FIXTURE / "dataset").as_uri()
+    with pytest.warns(UserWarning, match="slow path"):
+        reader = sp.make_reader(url, schema_fields=["id", "name"], predicate=_InSet())
+    with reader:
+        assert sorted(int(r.id) for r in reader) == [3, 17]
+
+    def double(row):
+        row["matrix"] = row["matrix"].astype(np.float64) * 2
+        return row
+
+    spec = sp.TransformSpec(double, edit_fields=[("matrix", np.float64, (4, 3), False)],
+                            removed_fields=["name"])
+    with sp.make_reader(url, schema_fields=["id", "name", "matrix"], transform_spec=spec,
+                        shuffle_row_groups=False) as reader:
+        row = next(reader)
+    expected = np.load(FIXTURE / "expected.npz")
+    assert row._fields == ("id", "matrix")
+    assert np.array_equal(row.matrix, expected["matrix/0"].astype(np.float64) * 2)
+
+
+def test_torch_loaders_give_batches_of_tensors() -> None:
+    torch = pytest.importorskip("torch")
+    url = (FIXTURE / "dataset").as_uri()
+    with sp_torch.DataLoader(sp.make_reader(url, schema_fields=["id", "rgb_png"]),
+                             batch_size=16) as loader:
+        batches = list(loader)
+    assert [len(b["id"]) for b in batches] == [16, 16, 8]
+    assert batches[0]["rgb_png"].shape == (16, 24, 32, 3)
+    assert batches[0]["rgb_png"].dtype == torch.uint8
+    with sp_torch.BatchedDataLoader(sp.make_batch_reader(url, schema_fields=["id", "packed"],
+                                                         batch_size=7),
+                                    batch_size=16) as loader:
+        batches = list(loader)
+    assert [len(b["id"]) for b in batches] == [16, 16, 8]
+    assert batches[0]["packed"].shape == (16, 16) and batches[0]["packed"].dtype == torch.int64
+    ids = torch.cat([b["id"] for b in batches]).tolist()
+    assert sorted(ids) == list(range(40))
+    expected = np.load(FIXTURE / "expected.npz")
+    assert np.array_equal(batches[0]["packed"][0].numpy(), expected[f"packed/{ids[0]}"])
+
+
+def test_make_batch_reader_yields_namedtuples_of_columns() -> None:
+    url = (FIXTURE / "dataset").as_uri()
+    with sp.make_batch_reader(url, schema_fields=["id", "ragged", "grey_png"], batch_size=10,
+                              shuffle_row_groups=False) as reader:
+        batches = list(reader)
+    assert len(batches) == 4 and batches[0]._fields == ("id", "ragged", "grey_png")
+    assert batches[0].grey_png.shape == (10, 24, 32)
+    expected = np.load(FIXTURE / "expected.npz")
+    assert batches[0].ragged.dtype == object
+    assert np.array_equal(batches[0].ragged[3], expected["ragged/3"])
+
+
+def test_a_plain_parquet_dataset_reads_without_a_unischema(tmp_path: Path) -> None:
+    shutil.copy(ROOT / "tests" / "data" / "petastorm" / "dataset" / "part-00000.parquet",
+                tmp_path / "plain.parquet")
+    with sp.make_batch_reader(tmp_path.as_uri(), schema_fields=["id", "name"],
+                              shuffle_row_groups=False, batch_size=20) as reader:
+        (batch,) = list(reader)
+    assert batch.id.tolist() == list(range(20)) and batch.name[0] == "row-0"
