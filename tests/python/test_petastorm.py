@@ -162,6 +162,17 @@ def test_a_dataset_petastorm_writes_now_reads_identically(tmp_path: Path) -> Non
     assert rows == 40 and bad == {}
 
 
+@pytest.mark.skipif(not PETASTORM_PYTHON.exists() or shutil.which("java") is None,
+                    reason="needs Petastorm's environment (make bench) and a JRE for Spark")
+def test_a_dataset_materialized_through_spark_reads_identically(tmp_path: Path) -> None:
+    # Petastorm's materialize_dataset and dict_to_spark_row, Spark writing the files.
+    subprocess.run([str(PETASTORM_PYTHON), str(ROOT / "tests" / "petastorm" / "make_dataset.py"),
+                    str(tmp_path), "--spark"], check=True, capture_output=True, timeout=600)
+    assert any(p.name.endswith(".snappy.parquet") for p in (tmp_path / "dataset").iterdir())
+    rows, bad = _unequal_rows(tmp_path / "dataset", tmp_path / "expected.npz", ALL_FIELDS)
+    assert rows == 40 and bad == {}
+
+
 def _hello_world_example(name: str) -> str:
     site = next((ROOT / ".bench-petastorm-venv" / "lib").glob("python3*/site-packages"))
     path = site / "examples" / "hello_world" / "petastorm_dataset" / name
