@@ -10,8 +10,11 @@
 import pyarrow  # noqa: F401  (loads the Arrow C++ libraries the engine links against)
 
 from stoker._loader import Loader
+from stoker._mixture import Mixture, Source
+from stoker._mixture_loader import MixtureLoader
 from stoker._remote import RemoteLoader
 from stoker._tables import delta_table, iceberg_table
 
-__all__ = ["Loader", "RemoteLoader", "delta_table", "iceberg_table"]
+__all__ = ["Loader", "Mixture", "MixtureLoader", "RemoteLoader", "Source", "delta_table",
+           "iceberg_table"]
 __version__ = "0.1.0"
