@@ -14,6 +14,7 @@
 
 #include "manifest/manifest.h"
 #include "plan/plan.h"
+#include "serve/selection.h"
 #include "serve/ticket.h"
 #include "transform/transform_spec.h"
 #include "util/digest.h"
@@ -248,7 +249,19 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
       server_options.tls_certificates.push_back({options_.tls_cert_pem, options_.tls_key_pem});
     }
     ARROW_RETURN_NOT_OK(Init(server_options));
+    ARROW_ASSIGN_OR_RAISE(location_, AdvertisedLocation());
     return SetShutdownOnSignals({SIGINT, SIGTERM});
+  }
+
+  // Where endpoints send clients: this server's address and bound port, or, bound to a
+  // wildcard address, Flight's "reuse this connection" (the client's own way here).
+  arrow::Result<flight::Location> AdvertisedLocation() const {
+    const std::string& host = options_.host;
+    if (host.empty() || host == "0.0.0.0" || host == "::" || host == "[::]") {
+      return flight::Location::ReuseConnection();
+    }
+    if (options_.tls_cert_pem.empty()) return flight::Location::ForGrpcTcp(host, port());
+    return flight::Location::ForGrpcTls(host, port());
   }
 
   int port() const override { return FlightServerBase::port(); }
@@ -275,17 +288,17 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
   arrow::Status ListFlights(const flight::ServerCallContext& context, const flight::Criteria*,
                             std::unique_ptr<flight::FlightListing>* listings) override {
     ARROW_RETURN_NOT_OK(Authenticate(context));
-    ARROW_ASSIGN_OR_RAISE(auto info, Info());
+    ARROW_ASSIGN_OR_RAISE(auto info, Info(flight::FlightDescriptor::Command(config_json_)));
     *listings = std::make_unique<flight::SimpleFlightListing>(
         std::vector<flight::FlightInfo>{std::move(info)});
     return arrow::Status::OK();
   }
 
   arrow::Status GetFlightInfo(const flight::ServerCallContext& context,
-                              const flight::FlightDescriptor&,
+                              const flight::FlightDescriptor& descriptor,
                               std::unique_ptr<flight::FlightInfo>* info) override {
     ARROW_RETURN_NOT_OK(Authenticate(context));
-    ARROW_ASSIGN_OR_RAISE(auto made, Info());
+    ARROW_ASSIGN_OR_RAISE(auto made, Info(descriptor));
     *info = std::make_unique<flight::FlightInfo>(std::move(made));
     return arrow::Status::OK();
   }
@@ -377,16 +390,37 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
     return parsed->stream;
   }
 
-  arrow::Result<flight::FlightInfo> Info() const {
-    return flight::FlightInfo::Make(*loader_->schema(),
-                                    flight::FlightDescriptor::Command(config_json_), {},
-                                    loader_->num_rows(), -1, /*ordered=*/true);
+  // The flight a descriptor selects (ParseSelection): one endpoint per selected rank, whose
+  // ticket streams that rank's whole epoch from this server. A command descriptor gets the
+  // configuration JSON back as its descriptor, so clients read the config from it.
+  arrow::Result<flight::FlightInfo> Info(const flight::FlightDescriptor& descriptor) const {
+    ARROW_ASSIGN_OR_RAISE(Selection selection, ParseSelection(descriptor));
+    const int first = selection.rank.value_or(0);
+    const int last = selection.rank ? first + 1 : selection.world_size;
+    std::vector<flight::FlightEndpoint> endpoints;
+    for (int rank = first; rank < last; ++rank) {
+      Ticket ticket{config_digest_, {}};
+      ticket.stream.epoch = selection.epoch;
+      ticket.stream.rank = rank;
+      ticket.stream.world_size = selection.world_size;
+      flight::FlightEndpoint endpoint;
+      endpoint.ticket.ticket = EncodeTicket(ticket);
+      endpoint.locations = {location_};
+      endpoints.push_back(std::move(endpoint));
+    }
+    const bool by_command = descriptor.type != flight::FlightDescriptor::PATH;
+    const int64_t rows = selection.world_size == 1 ? loader_->num_rows() : -1;
+    return flight::FlightInfo::Make(
+        *loader_->schema(),
+        by_command ? flight::FlightDescriptor::Command(config_json_) : descriptor, endpoints, rows,
+        -1, /*ordered=*/endpoints.size() == 1);
   }
 
   std::shared_ptr<Loader> loader_;
   ServeOptions options_;
   std::string config_digest_;
   std::string config_json_;
+  flight::Location location_;
   std::shared_ptr<std::atomic<int>> active_ = std::make_shared<std::atomic<int>>(0);
   std::shared_ptr<ServeCounters> counters_ = std::make_shared<ServeCounters>();
   StreamRegistry streams_{options_.stream_idle_timeout_s};

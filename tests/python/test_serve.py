@@ -62,6 +62,42 @@ def test_a_plain_pyarrow_flight_client_can_read_it(criteo: Path, servers) -> Non
     assert table.equals(expected)
 
 
+def test_flight_endpoints_serve_a_client_that_knows_nothing_of_stoker(criteo: Path,
+                                                                      servers) -> None:
+    """Only Flight's own calls: list_flights / get_flight_info, then do_get on each endpoint's
+    ticket at its location (docs/serve.md, "The protocol")."""
+    server = servers()
+    client = flight.FlightClient(server.location)
+    [info] = list(client.list_flights())
+    [endpoint] = info.endpoints
+    [location] = [loc.uri.decode() for loc in endpoint.locations]
+    assert location == f"grpc+tcp://{server.host}:{server.port}"  # "grpc://" spelled in full
+    table = flight.FlightClient(endpoint.locations[0]).do_get(endpoint.ticket).read_all()
+    assert table.equals(pa.Table.from_batches(local(criteo, output="arrow")))
+    assert info.total_records == table.num_rows
+
+    # A path descriptor selects the epoch and world size: one endpoint per rank, each that
+    # rank's batches of that epoch, as a local loader of that rank delivers them.
+    info = client.get_flight_info(flight.FlightDescriptor.for_path("epoch=1", "world_size=2"))
+    assert len(info.endpoints) == 2 and not info.ordered
+    for rank, endpoint in enumerate(info.endpoints):
+        reference = stoker.Loader(criteo, columns=COLUMNS, rank=rank, world_size=2,
+                                  output="arrow", **OPTIONS)
+        list(reference)  # epoch 0
+        expected = pa.Table.from_batches(list(reference))
+        assert client.do_get(endpoint.ticket).read_all().equals(expected), rank
+    [one] = client.get_flight_info(
+        flight.FlightDescriptor.for_path("rank=1", "world_size=2", "epoch=1")).endpoints
+    assert one.ticket == info.endpoints[1].ticket
+
+    for path, message in [(("world_size=2", "rank=2"), "rank 2 of a world size of 2"),
+                          (("shard=1",), "unknown key 'shard'"),
+                          (("epoch=-1",), "non-negative integer"),
+                          (("world_size=5000",), "name one rank")]:
+        with pytest.raises((flight.FlightError, pa.ArrowInvalid), match=message):
+            client.get_flight_info(flight.FlightDescriptor.for_path(*path))
+
+
 def test_bad_tickets_are_refused_clearly(servers) -> None:
     server = servers()
     client = flight.FlightClient(server.location)

@@ -105,15 +105,20 @@ def test_descriptors_and_actions_cannot_reach_other_files(criteo: Path, servers,
     other = tmp_path / "other.parquet"
     pq.write_table(pa.table({"secret": list(range(7))}), other)
     served = config_of(server)
+    # A path descriptor selects only epoch, world size and rank: a path is refused.
     for descriptor in (flight.FlightDescriptor.for_path("/etc/passwd"),
                        flight.FlightDescriptor.for_path(str(other)),
                        flight.FlightDescriptor.for_path("..", "..", "etc", "shadow"),
-                       flight.FlightDescriptor.for_command(json.dumps({"sources": [str(other)]}))):
-        info = client.get_flight_info(descriptor)
-        # Whatever the descriptor names, the answer is the served dataset's and nothing else.
-        assert info.schema.names == COLUMNS
-        assert info.total_records == served["rows"]
-        assert json.loads(info.descriptor.command) == served
+                       flight.FlightDescriptor.for_path("epoch=../../etc")):
+        with pytest.raises((flight.FlightError, pa.ArrowInvalid),
+                           match="is not key=value|non-negative integer"):
+            client.get_flight_info(descriptor)
+    # A command's bytes are never read as a request: the answer is the served dataset's.
+    info = client.get_flight_info(
+        flight.FlightDescriptor.for_command(json.dumps({"sources": [str(other)]})))
+    assert info.schema.names == COLUMNS
+    assert info.total_records == served["rows"]
+    assert json.loads(info.descriptor.command) == served
     for action in ("../../etc/passwd", "read", "config;rm -rf /", "plan\x00"):
         with pytest.raises(REFUSED):
             list(client.do_action(flight.Action(action, str(other).encode())))
