@@ -198,6 +198,8 @@ clean:
 # .bench-streaming-venv (Mosaic Streaming needs numpy < 2.2 and torchvision, installed from the
 # package index alone: see requirements-streaming.txt) and .bench-grain-venv (Grain). BENCH_ARGS
 # passes options to the harness, e.g. BENCH_ARGS="--scale 0.1 --repeats 1" for a quick look.
+# Then the mixture overhead (benchmarks/mixture_overhead.py: a 3-source mixture against the same
+# rows from one source, and its realized proportions; docs/mixtures.md).
 BENCH_VENV      := .bench-venv
 BENCH_PY        := $(BENCH_VENV)/bin/python
 BENCH_DEPS      := $(BENCH_VENV)/.deps-installed
@@ -252,3 +254,4 @@ bench: build $(BENCH_DEPS) $(PETASTORM_DEPS) $(STREAMING_DEPS) $(GRAIN_DEPS)
 	  --charts docs/img --doc docs/benchmarks.md $(BENCH_ARGS)
 	$(PY) benchmarks/petastorm_readers.py --petastorm-python $(PETASTORM_PY) \
 	  --json benchmarks/results/petastorm_readers.json
+	$(PY) benchmarks/mixture_overhead.py --out benchmarks/results/mixture.json

@@ -10,7 +10,9 @@
 import pyarrow  # noqa: F401  (loads the Arrow C++ libraries the engine links against)
 
 from stoker._loader import Loader
+from stoker._mixture import Mixture, Source
+from stoker._mixture_loader import MixtureLoader
 from stoker._remote import RemoteLoader
 
-__all__ = ["Loader", "RemoteLoader"]
+__all__ = ["Loader", "Mixture", "MixtureLoader", "RemoteLoader", "Source"]
 __version__ = "0.1.0"

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import atexit
+import inspect
 import json
 import os
 import queue
@@ -15,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stoker import _core, _cuda, _cursor, _frameworks, _options, _state
+from stoker import _core, _cuda, _cursor, _frameworks, _mixture, _options, _state
 
 # Batches the batch_transform thread keeps ready when prefetch is None.
 _TRANSFORMED_AHEAD = 2
@@ -187,7 +188,8 @@ class Loader(_cursor.EpochLoader):
 
     Args:
         source: a Parquet file, a directory (searched recursively for ``*.parquet``), a glob,
-            or a list of those. Files are read in sorted path order.
+            or a list of those. Files are read in sorted path order. A ``stoker.Mixture`` of
+            several sources returns a ``MixtureLoader`` instead (docs/mixtures.md).
         columns: columns to read, in output order; None reads all.
         batch_size: rows per batch. Every batch has exactly this many rows except possibly
             the last of an epoch (dropped when ``drop_last``).
@@ -267,6 +269,14 @@ class Loader(_cursor.EpochLoader):
         device_prefetch: batches in flight to the device (device memory holds this many
             plus the one being used).
     """
+
+    def __new__(cls, source: Any = None, *args: Any, **kwargs: Any) -> Any:
+        # A stoker.Mixture is read by a MixtureLoader (docs/mixtures.md), which takes the
+        # same keyword options; Python then calls its own __init__, not this class's.
+        if isinstance(source, _mixture.Mixture):
+            from stoker._mixture_loader import MixtureLoader
+            return MixtureLoader(source, *args, **kwargs)
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -404,6 +414,12 @@ class Loader(_cursor.EpochLoader):
     def dataset_info(self) -> dict[str, Any]:
         """Files, rows, row groups and the fingerprint of the resolved dataset."""
         return self._core.dataset()
+
+
+# Loader.__new__ hands a Mixture to MixtureLoader; what inspect.signature(stoker.Loader) shows
+# (and help(), IDEs, the defaults test) stays __init__'s keyword options.
+Loader.__signature__ = inspect.signature(Loader.__init__).replace(
+    parameters=list(inspect.signature(Loader.__init__).parameters.values())[1:])
 
 
 def _check_python_options(output: str, batch_transform: Any) -> None:

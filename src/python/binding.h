@@ -61,6 +61,9 @@ nb::object SchemaCapsule(const arrow::Schema& schema);
 /// The (schema, array) capsules of the Arrow C data interface for a batch.
 nb::object BatchCapsules(const arrow::RecordBatch& batch);
 
+/// The batch behind an object with `__arrow_c_array__` (a pyarrow.RecordBatch), without a copy.
+std::shared_ptr<arrow::RecordBatch> ImportBatch(nb::handle batch);
+
 /// A batch as a dict of numpy arrays, torch tensors, jax.Arrays or TensorFlow tensors that own
 /// the batch's buffers (no copy but for bool columns): fixed-size lists become extra
 /// dimensions; each column in `ragged` becomes its values and "<name>_offsets". Nulls and
@@ -97,5 +100,6 @@ void BindTransformOps(nb::module_& m);  // transform_ops.cc: transform_ops
 void BindFaultProbe(nb::module_& m);    // fault_probe.cc: FaultProbe
 void BindTrace(nb::module_& m);         // trace.cc: TraceRing
 void BindIndex(nb::module_& m);         // index.cc: write_index
+void BindMixture(nb::module_& m);       // mixture.cc: MixturePlan, apportion, rank_segments
 
 }  // namespace stoker::python

@@ -51,4 +51,5 @@ NB_MODULE(_core, m) {
   py::BindFaultProbe(m);
   py::BindTrace(m);
   py::BindIndex(m);
+  py::BindMixture(m);
 }

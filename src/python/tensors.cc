@@ -122,6 +122,8 @@ void AddColumns(const arrow::RecordBatch& batch, const std::vector<std::string>&
   }
 }
 
+}  // namespace
+
 // A pyarrow.RecordBatch (or anything with __arrow_c_array__) as an Arrow C++ batch over the
 // same buffers.
 std::shared_ptr<arrow::RecordBatch> ImportBatch(nb::handle batch) {
@@ -134,8 +136,6 @@ std::shared_ptr<arrow::RecordBatch> ImportBatch(nb::handle batch) {
   if (schema == nullptr || array == nullptr) throw nb::python_error();
   return ValueOrThrow(arrow::ImportRecordBatch(array, schema));
 }
-
-}  // namespace
 
 Output ParseOutput(const std::string& output) {
   if (output == "numpy") return Output::kNumpy;

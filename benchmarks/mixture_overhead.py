@@ -1,0 +1,143 @@
+"""What mixing costs: a 3-source mixture against the same rows read as one source, and the
+realized proportions of a weighted 3-source mixture against its weights (docs/mixtures.md).
+
+    python benchmarks/mixture_overhead.py [--dir DIR] [--rows 3000000] [--batch-size 4096]
+        [--repeats 5] [--threads N] [--out benchmarks/results/mixture.json]
+
+Writes three criteo-preset datasets of 50%, 30% and 20% of --rows (once; kept in --dir). The
+overhead: one epoch of ``Mixture`` of the three sources without weights (each read once: the
+same rows) against one epoch of ``Loader([a, b, c])``, alternating, each loader built before
+its clock starts, the median rows/s of --repeats epochs each after one warm-up epoch. The
+proportions: one epoch of the three at weights 0.5/0.3/0.2 with epoch_rows = --rows, rows
+per source against the weights, in binomial standard deviations.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import time
+from pathlib import Path
+
+import stoker
+from stoker import _gen
+
+SHARES = (0.5, 0.3, 0.2)
+NAMES = ("a", "b", "c")
+
+
+def write_sources(root: Path, rows: int) -> list[Path]:
+    paths = []
+    for i, (name, share) in enumerate(zip(NAMES, SHARES)):
+        path = root / name
+        if not any(path.glob("*.parquet")):
+            _gen.generate(path, _gen.GenOptions(preset="criteo", rows=int(rows * share),
+                                                files=2, seed=i), progress=False)
+        paths.append(path)
+    return paths
+
+
+def epoch_rate(loader) -> float:
+    """Rows per second of one epoch of `loader` (the consumer touches each batch's rows)."""
+    rows = 0
+    started = time.perf_counter()
+    for batch in loader:
+        rows += len(batch["label"])
+    return rows / (time.perf_counter() - started)
+
+
+def overhead(paths: list[Path], options: dict, repeats: int) -> dict:
+    def single():
+        return stoker.Loader([str(p) for p in paths], **options)
+
+    def mixture():
+        return stoker.Loader(stoker.Mixture([stoker.Source(p, name=n)
+                                             for p, n in zip(paths, NAMES)]), **options)
+
+    rates: dict[str, list[float]] = {"single": [], "mixture": []}
+    makers = {"single": single, "mixture": mixture}
+    for name, make in makers.items():  # warm-up: page cache, allocator
+        epoch_rate(make())
+    for i in range(repeats):
+        order = ["single", "mixture"] if i % 2 == 0 else ["mixture", "single"]
+        for name in order:
+            loader = makers[name]()
+            rates[name].append(epoch_rate(loader))
+    single_rate = statistics.median(rates["single"])
+    mixture_rate = statistics.median(rates["mixture"])
+    return {"single_rows_per_s": rates["single"], "mixture_rows_per_s": rates["mixture"],
+            "single_median": single_rate, "mixture_median": mixture_rate,
+            "overhead": 1 - mixture_rate / single_rate}
+
+
+def proportions(paths: list[Path], options: dict, rows: int) -> list[dict]:
+    mixture = stoker.Mixture([stoker.Source(p, name=n, weight=w)
+                              for p, n, w in zip(paths, NAMES, SHARES)], epoch_rows=rows)
+    loader = stoker.Loader(mixture, **options)
+    shares: dict[str, list[float]] = {name: [] for name in NAMES}  # per full batch
+    before = dict.fromkeys(NAMES, 0)
+    for batch in loader:
+        now = loader.stats()["rows_per_source"]
+        if len(batch["label"]) == options["batch_size"]:
+            for name in NAMES:
+                shares[name].append((now[name] - before[name]) / options["batch_size"])
+        before = now
+    realized = before
+    total = sum(realized.values())
+    table = []
+    for name, weight in zip(NAMES, SHARES):
+        expected = total * weight
+        sigma = math.sqrt(total * weight * (1 - weight))
+        table.append({"source": name, "weight": weight, "expected_rows": expected,
+                      "rows": realized[name], "proportion": realized[name] / total,
+                      "deviation_sigmas": (realized[name] - expected) / sigma,
+                      "batch_share_std": statistics.pstdev(shares[name]),
+                      "binomial_std": math.sqrt(weight * (1 - weight) / options["batch_size"])})
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--dir", default="demo-data/mixture")
+    parser.add_argument("--rows", type=int, default=3_000_000)
+    parser.add_argument("--batch-size", type=int, default=4096)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--out", default=None, help="write the results here as JSON")
+    args = parser.parse_args()
+
+    paths = write_sources(Path(args.dir), args.rows)
+    options = {"batch_size": args.batch_size, "seed": 11, "num_threads": args.threads}
+    cost = overhead(paths, options, args.repeats)
+    table = proportions(paths, options, args.rows)
+    load = os.getloadavg()
+
+    print(f"{args.rows:,} criteo rows in 3 sources (50/30/20%), batch_size {args.batch_size}, "
+          f"num_threads {args.threads or 'default'}, load average {load[0]:.2f}")
+    print(f"| loader | rows/s (median of {args.repeats}) | runs |")
+    print("| --- | ---: | --- |")
+    for name in ("single", "mixture"):
+        runs = ", ".join(f"{r / 1e6:.2f}M" for r in cost[f"{name}_rows_per_s"])
+        print(f"| {name} | {cost[f'{name}_median'] / 1e6:.2f}M | {runs} |")
+    print(f"overhead of the mixture: {cost['overhead'] * 100:+.1f}% (target <= 5%)")
+    print()
+    print("| source | weight | expected rows | realized rows | proportion | deviation (sigma) "
+          "| per-batch share std | binomial std |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for row in table:
+        print(f"| {row['source']} | {row['weight']:.2f} | {row['expected_rows']:,.0f} | "
+              f"{row['rows']:,} | {row['proportion']:.5f} | {row['deviation_sigmas']:+.2f} | "
+              f"{row['batch_share_std']:.4f} | {row['binomial_std']:.4f} |")
+    if args.out:
+        with open(args.out, "w") as out:
+            json.dump({"rows": args.rows, "batch_size": args.batch_size,
+                       "threads": args.threads, "load_average": load, "overhead": cost,
+                       "proportions": table}, out, indent=2)
+            out.write("\n")
+
+
+if __name__ == "__main__":
+    main()

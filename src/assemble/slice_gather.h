@@ -1,0 +1,30 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#pragma once
+
+#include <arrow/memory_pool.h>
+#include <arrow/record_batch.h>
+#include <arrow/result.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace stoker {
+
+/// Rows [offset, offset + length) of `batch`.
+struct BatchSlice {
+  std::shared_ptr<arrow::RecordBatch> batch;
+  int64_t offset = 0;
+  int64_t length = 0;
+};
+
+/// One batch holding the slices' rows in order (a mixture's batch from its sources' batches):
+/// column i of the result concatenates column i of every slice, into buffers from `pool`
+/// (one copy of each value; the slices are left as they are). Every slice's batch must have
+/// `schema`'s column types in `schema`'s order; an error names the first column that does
+/// not.
+arrow::Result<std::shared_ptr<arrow::RecordBatch>> GatherSlices(
+    const std::vector<BatchSlice>& slices, const std::shared_ptr<arrow::Schema>& schema,
+    arrow::MemoryPool* pool);
+
+}  // namespace stoker
