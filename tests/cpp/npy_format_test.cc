@@ -48,8 +48,10 @@ std::string Int32s(const std::vector<int32_t>& values, bool big_endian = false) 
 }
 
 TEST(NpyFormatTest, RowMajorValuesAreCopiedAsTheyAre) {
-  const auto array = Parse(Npy("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }",
-                               Int32s({1, 2, 3, 4, 5, 6})));
+  // A parsed array points into its bytes: they must outlive it.
+  const std::string bytes = Npy("{'descr': '<i4', 'fortran_order': False, 'shape': (2, 3), }",
+                                Int32s({1, 2, 3, 4, 5, 6}));
+  const auto array = Parse(bytes);
   ASSERT_TRUE(array.ok()) << array.status().ToString();
   EXPECT_TRUE(array->type->Equals(*arrow::int32()));
   EXPECT_EQ(array->shape, (std::vector<int64_t>{2, 3}));
@@ -58,12 +60,14 @@ TEST(NpyFormatTest, RowMajorValuesAreCopiedAsTheyAre) {
 
 TEST(NpyFormatTest, ColumnMajorAndBigEndianValuesAreMadeRowMajorAndNative) {
   // [[1, 2, 3], [4, 5, 6]] stored column by column, then big-endian.
-  const auto fortran = Parse(Npy("{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3), }",
-                                 Int32s({1, 4, 2, 5, 3, 6})));
+  const std::string fortran_bytes =
+      Npy("{'descr': '<i4', 'fortran_order': True, 'shape': (2, 3), }", Int32s({1, 4, 2, 5, 3, 6}));
+  const auto fortran = Parse(fortran_bytes);
   ASSERT_TRUE(fortran.ok());
   EXPECT_EQ(Copied(*fortran), (std::vector<int32_t>{1, 2, 3, 4, 5, 6}));
-  const auto big = Parse(Npy("{'descr': '>i4', 'fortran_order': False, 'shape': (3,), }",
-                             Int32s({7, -8, 9}, /*big_endian=*/true)));
+  const std::string big_bytes = Npy("{'descr': '>i4', 'fortran_order': False, 'shape': (3,), }",
+                                    Int32s({7, -8, 9}, /*big_endian=*/true));
+  const auto big = Parse(big_bytes);
   ASSERT_TRUE(big.ok());
   EXPECT_EQ(Copied(*big), (std::vector<int32_t>{7, -8, 9}));
 }
