@@ -2,9 +2,12 @@
 #pragma once
 
 #include <arrow/memory_pool.h>
+#include <arrow/status.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 
 namespace stoker {
 
@@ -13,6 +16,19 @@ namespace stoker {
 /// each block it hands out and Count(-size) for each it takes back. Thread-safe.
 class CountedPool : public arrow::MemoryPool {
  public:
+  using arrow::MemoryPool::Reallocate;
+  /// A new block from Allocate, the bytes copied, the old block given to Free: neither
+  /// derived pool can grow a block in place.
+  arrow::Status Reallocate(int64_t old_size, int64_t new_size, int64_t alignment,
+                           uint8_t** ptr) override {
+    uint8_t* fresh = nullptr;
+    ARROW_RETURN_NOT_OK(Allocate(new_size, alignment, &fresh));
+    std::memcpy(fresh, *ptr, static_cast<size_t>(std::min(old_size, new_size)));
+    Free(*ptr, old_size, alignment);
+    *ptr = fresh;
+    return arrow::Status::OK();
+  }
+
   int64_t bytes_allocated() const override { return bytes_allocated_.load(); }
   int64_t max_memory() const override { return max_memory_.load(); }
   int64_t total_bytes_allocated() const override { return total_bytes_allocated_.load(); }

@@ -3,9 +3,6 @@
 
 #include <dlfcn.h>
 
-#include <algorithm>
-#include <cstring>
-
 #include "assemble/recycling_pool.h"
 
 namespace stoker {
@@ -91,16 +88,6 @@ arrow::Status PinnedMemoryPool::Allocate(int64_t size, int64_t alignment, uint8_
   }
   *out = static_cast<uint8_t*>(ptr);
   Count(size);
-  return arrow::Status::OK();
-}
-
-arrow::Status PinnedMemoryPool::Reallocate(int64_t old_size, int64_t new_size, int64_t alignment,
-                                           uint8_t** ptr) {
-  uint8_t* moved = nullptr;
-  ARROW_RETURN_NOT_OK(Allocate(new_size, alignment, &moved));
-  std::memcpy(moved, *ptr, static_cast<size_t>(std::min(old_size, new_size)));
-  Free(*ptr, old_size, alignment);
-  *ptr = moved;
   return arrow::Status::OK();
 }
 

@@ -28,10 +28,8 @@ class PinnedMemoryPool final : public CountedPool {
 
   using arrow::MemoryPool::Allocate;
   using arrow::MemoryPool::Free;
-  using arrow::MemoryPool::Reallocate;
+  using CountedPool::Reallocate;
   arrow::Status Allocate(int64_t size, int64_t alignment, uint8_t** out) override;
-  arrow::Status Reallocate(int64_t old_size, int64_t new_size, int64_t alignment,
-                           uint8_t** ptr) override;
   void Free(uint8_t* buffer, int64_t size, int64_t alignment) override;
 
   std::string backend_name() const override { return "cuda_pinned"; }

@@ -1,8 +1,6 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #include "assemble/recycling_pool.h"
 
-#include <algorithm>
-#include <cstring>
 #include <mutex>
 
 #include "util/sanitizers.h"
@@ -44,16 +42,6 @@ arrow::Status RecyclingPool::Allocate(int64_t size, int64_t alignment, uint8_t**
   }
   ARROW_RETURN_NOT_OK(base_->Allocate(size, alignment, out));
   Count(size);
-  return arrow::Status::OK();
-}
-
-arrow::Status RecyclingPool::Reallocate(int64_t old_size, int64_t new_size, int64_t alignment,
-                                        uint8_t** ptr) {
-  uint8_t* fresh = nullptr;
-  ARROW_RETURN_NOT_OK(Allocate(new_size, alignment, &fresh));
-  std::memcpy(fresh, *ptr, static_cast<size_t>(std::min(old_size, new_size)));
-  Free(*ptr, old_size, alignment);
-  *ptr = fresh;
   return arrow::Status::OK();
 }
 

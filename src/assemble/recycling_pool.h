@@ -38,10 +38,8 @@ class RecyclingPool final : public CountedPool {
 
   using arrow::MemoryPool::Allocate;
   using arrow::MemoryPool::Free;
-  using arrow::MemoryPool::Reallocate;
+  using CountedPool::Reallocate;
   arrow::Status Allocate(int64_t size, int64_t alignment, uint8_t** out) override;
-  arrow::Status Reallocate(int64_t old_size, int64_t new_size, int64_t alignment,
-                           uint8_t** ptr) override;
   void Free(uint8_t* buffer, int64_t size, int64_t alignment) override;
 
   std::string backend_name() const override { return "recycling(" + base_->backend_name() + ")"; }
