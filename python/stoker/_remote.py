@@ -3,7 +3,10 @@
 Several servers split each epoch's plan in chunks of batches dealt round robin; the client
 reads their streams side by side and yields the batches in plan order, so the output is
 bit-identical to a local Loader with the same options. A server that fails mid-stream is
-reconnected to, and its stream resumed at the next batch the client needs."""
+reconnected to, and its stream resumed at the next batch the client needs. The servers are
+fixed locations or a stoker.ray.Fleet, whose addresses are resolved at each epoch's start and
+again after a failure: a server Ray restarted elsewhere, or a fleet resized, is followed (the
+chunks are dealt again over the servers there are, from the next batch needed)."""
 
 from __future__ import annotations
 
@@ -59,6 +62,7 @@ class _Servers:
     def __init__(self, locations: Sequence[str], *, token: str | None,
                  tls_root_certs: bytes | None, reconnect_timeout: float) -> None:
         headers = [(b"authorization", f"Bearer {token}".encode())] if token else []
+        self.locations = list(locations)
         self.servers = [_Server(s, headers, tls_root_certs) for s in locations]
         configs = [server.config() for server in self.servers]
         for server, config in zip(self.servers, configs):
@@ -87,25 +91,28 @@ class _Servers:
 
 
 class _RemoteEpoch(_cursor.EpochIterator):
-    """One epoch read from the servers' streams side by side, in plan order; a server that
-    fails is reconnected to and asked for its share from the next batch needed."""
+    """One epoch read from the servers' streams side by side, in plan order; after a failure
+    the servers are resolved again (`reconnect`) and the failed one — or, when the servers
+    changed, each one — is asked for its share from the next batch needed."""
 
-    def __init__(self, servers: _Servers, stream: dict[str, Any], progress: _cursor.Progress,
-                 convert: Callable[[pa.RecordBatch], Any], stats: dict[str, Any],
-                 trace: Any | None = None,
+    def __init__(self, reconnect: Callable[[], _Servers], stream: dict[str, Any],
+                 progress: _cursor.Progress, convert: Callable[[pa.RecordBatch], Any],
+                 stats: dict[str, Any], trace: Any | None = None,
                  on_close: Callable[[], None] | None = None) -> None:
+        servers = reconnect()
         super().__init__(progress, servers.plan_batches(stream))
-        self._servers, self._stream = servers, stream
+        self._servers, self._reconnect, self._stream = servers, reconnect, stream
         self._convert, self._stats = convert, stats
         self._trace, self._on_close = trace, on_close
         self._next = 0
         self._readers: dict[int, flight.FlightStreamReader] = {}
 
-    def _read(self, k: int, b: int) -> pa.RecordBatch:
+    def _read(self, b: int) -> pa.RecordBatch:
         deadline = time.monotonic() + self._servers.reconnect_timeout
         delay = 0.1
-        location = self._servers.servers[k].location
         while True:
+            k = self._servers.server_of(b)
+            location = self._servers.servers[k].location
             try:
                 if k not in self._readers:
                     self._readers[k] = self._servers.open(k, self._stream, b)
@@ -120,19 +127,27 @@ class _RemoteEpoch(_cursor.EpochIterator):
                 self._stats["reconnects"] += 1
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
+                with contextlib.suppress(*_RETRYABLE):  # if not now, after the next failure
+                    self._follow(self._reconnect())
             except StopIteration:
                 raise ConnectionError(f"server {location} ended its stream "
                                       f"before batch {b}") from None
+
+    def _follow(self, servers: _Servers) -> None:
+        """Reads from `servers` from now on: when they are not the ones read so far, every
+        stream is closed, to be reopened at the next batch each serves."""
+        if servers is not self._servers:
+            self._cancel_readers()
+            self._servers = servers
 
     def _pull(self) -> tuple[int, Any] | None:
         if self._next >= len(self):
             return None
         b = self._next
-        k = self._servers.server_of(b)
         trace = self._trace
         asked = trace.now() if trace is not None else 0
         started = time.perf_counter()
-        batch = self._read(k, b)
+        batch = self._read(b)
         self._stats["wait_seconds"] += time.perf_counter() - started
         self._stats["rows"] += batch.num_rows
         self._stats["batches"] += 1
@@ -143,16 +158,19 @@ class _RemoteEpoch(_cursor.EpochIterator):
         received = trace.now()
         converted = self._convert(batch)
         done = trace.now()
-        trace.record("receive", asked, received, b, k)
+        trace.record("receive", asked, received, b, self._servers.server_of(b))
         trace.record("convert", received, done, b)
         trace.record("wait", asked, done, b)
         return batch.num_rows, converted
 
-    def _release(self) -> None:
+    def _cancel_readers(self) -> None:
         for reader in self._readers.values():
             with contextlib.suppress(flight.FlightError, OSError):  # the server may be gone
                 reader.cancel()
         self._readers.clear()
+
+    def _release(self) -> None:
+        self._cancel_readers()
         on_close, self._on_close = self._on_close, None
         if on_close is not None:
             on_close()
@@ -164,14 +182,17 @@ class RemoteLoader(_cursor.EpochLoader):
     ``stoker.Loader`` with the same options, however many servers serve it.
 
     Args:
-        servers: Flight locations, e.g. ``["grpc://10.0.0.5:8815", "grpc+tls://..."]``.
+        servers: Flight locations, e.g. ``["grpc://10.0.0.5:8815", "grpc+tls://..."]``, or a
+            ``stoker.ray.Fleet`` or its name (docs/ray.md): its addresses are resolved at the
+            start of each epoch and after a failure (waiting for Ray to restart a server).
         batch_size, seed, shuffle, shuffle_window, columns, drop_last: must match what the
             servers were started with (checked; None means "whatever the server has").
         rank, world_size: this trainer's data-parallel rank.
         output: "numpy", "torch", "jax", "tensorflow" or "arrow" (as for Loader).
         token: bearer token, when the servers need one.
         tls_root_certs: PEM of the CA that signed the servers' certificates (grpc+tls://).
-        reconnect_timeout: seconds to keep reconnecting to a failed server before giving up.
+        reconnect_timeout: seconds to keep reconnecting to a failed server (or waiting for a
+            fleet's restarted one) before giving up.
         trace: a path: keep a timeline of each batch's receipt from its server, its
             conversion and the consumer's wait, and write it there as Chrome trace JSON at the
             end of every epoch (docs/observability.md). None: no timeline.
@@ -179,7 +200,7 @@ class RemoteLoader(_cursor.EpochLoader):
             ``_core.DEFAULT_TRACE_EVENTS`` (262,144).
     """
 
-    def __init__(self, servers: str | Sequence[str], *, batch_size: int | None = None,
+    def __init__(self, servers: str | Sequence[str] | Any, *, batch_size: int | None = None,
                  seed: int | None = None, shuffle: bool | None = None,
                  shuffle_window: int | None = None, columns: Sequence[str] | None = None,
                  drop_last: bool | None = None, rank: int = 0, world_size: int = 1,
@@ -187,16 +208,23 @@ class RemoteLoader(_cursor.EpochLoader):
                  tls_root_certs: bytes | str | None = None,
                  reconnect_timeout: float = 60.0, trace: str | os.PathLike | None = None,
                  trace_events: int = 0) -> None:
+        if isinstance(servers, str) and "://" not in servers:
+            from stoker.ray import Fleet  # a fleet's name
+
+            servers = Fleet.get(servers)
         if isinstance(servers, str):
             servers = [servers]
-        if not servers:
+        self._fleet = servers if hasattr(servers, "addresses") else None
+        if self._fleet is None and not servers:
             raise ValueError("servers: give at least one grpc://host:port")
         _frameworks.check_output(output)
         _core.validate_rank(rank, world_size)
         if isinstance(tls_root_certs, str):
             tls_root_certs = tls_root_certs.encode()
-        self._servers = _Servers(servers, token=token, tls_root_certs=tls_root_certs,
-                                 reconnect_timeout=reconnect_timeout)
+        self._connection = {"token": token, "tls_root_certs": tls_root_certs,
+                            "reconnect_timeout": reconnect_timeout}
+        self._locations = None if self._fleet is not None else list(servers)
+        self._servers = _Servers(self._resolve(), **self._connection)
         _check_served_options(self._servers, {
             "batch_size": batch_size, "seed": seed, "shuffle": shuffle,
             "shuffle_window": shuffle_window, "drop_last": drop_last,
@@ -214,6 +242,28 @@ class RemoteLoader(_cursor.EpochLoader):
         self._trace_path = None if trace is None else os.fspath(trace)
         self._trace = _core.TraceRing(trace_events) if trace_events else None
 
+    def _resolve(self) -> list[str]:
+        """The servers' locations now: the fixed ones, or the fleet's current addresses."""
+        if self._fleet is None:
+            return self._locations
+        try:
+            return self._fleet.addresses(timeout=self._connection["reconnect_timeout"])
+        except TimeoutError as error:
+            raise ConnectionError(str(error)) from error
+
+    def _connect(self) -> _Servers:
+        """The servers to read from: those read so far while they are still where they
+        were; a fleet's restarted or resized servers otherwise, checked to serve the same
+        configuration."""
+        locations = self._resolve()
+        if locations != self._servers.locations:
+            servers = _Servers(locations, **self._connection)
+            if servers.config != self._servers.config:
+                raise ValueError(f"the fleet's servers {locations} now serve another "
+                                 "configuration than when this loader was made")
+            self._servers = servers
+        return self._servers
+
     def _stream(self, epoch: int, rounds: list[list[int]]) -> dict[str, Any]:
         return {"epoch": epoch, "rank": self._cursor.rank,
                 "world_size": self._cursor.world_size, "rounds": rounds}
@@ -227,7 +277,7 @@ class RemoteLoader(_cursor.EpochLoader):
     def _read_epoch(self, progress: _cursor.Progress) -> Iterator[Any]:
         on_close = None if self._trace_path is None else lambda: self.write_trace(
             self._trace_path)
-        return _RemoteEpoch(self._servers, self._stream(progress.epoch, progress.rounds),
+        return _RemoteEpoch(self._connect, self._stream(progress.epoch, progress.rounds),
                             progress, self._convert, self._stats, self._trace, on_close)
 
     def write_trace(self, path: str | os.PathLike) -> None:

@@ -14,25 +14,20 @@ def serve(source: str, *, host: str, port: int, token_file: str | None,
           stream_idle_timeout_s: int, loader_options: dict[str, Any],
           transforms_file: str | None, metrics_port: int | None = None,
           trace: str | None = None) -> int:
-    import stoker
-    from stoker import _core, _options
+    from stoker import _core
 
     token = Path(token_file).read_text().strip() if token_file else ""
     if token_file and not token:
         raise ValueError(f"token file '{token_file}' is empty")
-    options = _core.ServeOptions()
-    _options.assign(options, {
+    transforms = json.loads(Path(transforms_file).read_text()) if transforms_file else None
+    trace_events = _core.DEFAULT_TRACE_EVENTS if trace else 0
+    loader, server = start(source, serve_options={
         "host": host, "port": port, "token": token, "max_streams": max_streams,
         "chunk_batches": chunk_batches, "stream_idle_timeout_s": stream_idle_timeout_s,
         "tls_cert_pem": Path(tls_cert).read_text() if tls_cert else "",
-        "tls_key_pem": Path(tls_key).read_text() if tls_key else ""})
-    options.validate()  # before the loader reads the dataset
-    transforms = json.loads(Path(transforms_file).read_text()) if transforms_file else None
-    # The server delivers Arrow batches of any type; trainers convert them to tensors.
-    trace_events = _core.DEFAULT_TRACE_EVENTS if trace else 0
-    loader = stoker.Loader(source, output="arrow", transforms=transforms,
-                           trace_events=trace_events, **loader_options)
-    server = _core.Server(loader._core, options)
+        "tls_key_pem": Path(tls_key).read_text() if tls_key else ""},
+        loader_options={"transforms": transforms, "trace_events": trace_events,
+                        **loader_options})
     scheme = "grpc+tls" if tls_cert else "grpc"
     print(f"stoker serve: listening on {scheme}://{host}:{server.port} "
           f"({loader.dataset_info()['rows']:,} rows, {len(loader)} batches per epoch for one "
@@ -49,6 +44,22 @@ def serve(source: str, *, host: str, port: int, token_file: str | None,
     finally:
         writer.close()
     return 0
+
+
+def start(source: str, *, serve_options: dict[str, Any],
+          loader_options: dict[str, Any]) -> tuple[Any, Any]:
+    """A Loader over `source` and a Flight server over it, listening when this returns (on
+    `server.port`): what `stoker serve` runs, and each server of a stoker.ray.Fleet.
+    `serve_options` are ServeOptions' fields; `loader_options` stoker.Loader's."""
+    import stoker
+    from stoker import _core, _options
+
+    options = _core.ServeOptions()
+    _options.assign(options, serve_options)
+    options.validate()  # before the loader reads the dataset
+    # The server delivers Arrow batches of any type; trainers convert them to tensors.
+    loader = stoker.Loader(source, output="arrow", **loader_options)
+    return loader, _core.Server(loader._core, options)
 
 
 class _TraceWriter:

@@ -1,0 +1,124 @@
+"""``stoker.ray.Fleet``: N Stoker Flight servers as Ray actors, named and discoverable."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import ray
+from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+from stoker.ray._controller import FleetController
+
+# The Ray namespace fleets are named in, so that any job of the cluster finds one by name.
+NAMESPACE = "stoker"
+
+
+class Fleet:
+    """A handle on a fleet of Stoker Flight servers run as Ray actors (docs/ray.md). It is
+    small and picklable: pass it to Ray tasks and Ray Train workers, or find the fleet by
+    name with ``Fleet.get``. ``stoker.RemoteLoader(fleet)`` reads it, resolving the servers'
+    addresses at the start of each epoch and again when a server fails."""
+
+    def __init__(self, controller: Any, name: str) -> None:
+        self._controller, self.name = controller, name
+
+    @classmethod
+    def start(cls, source: str, *, num_servers: int, name: str | None = None,
+              num_cpus: float = 1, memory: int | None = None,
+              resources: dict[str, float] | None = None,
+              label_selector: dict[str, str] | None = None,
+              scheduling_strategy: Any = "SPREAD", max_restarts: int = -1,
+              detached: bool = False, token: str | None = None, chunk_batches: int = 16,
+              max_streams: int = 16, stream_idle_timeout_s: int = 300,
+              **loader_options: Any) -> Fleet:
+        """Starts ``num_servers`` servers of ``source`` and returns once all listen.
+
+        Args:
+            source: what ``stoker.Loader`` reads (a path every node sees, or s3://...).
+            num_servers: servers to start (``resize`` changes it later).
+            name: the fleet's name in the cluster (``Fleet.get(name)``, or
+                ``RemoteLoader(name)``); None: a generated one (``fleet.name``).
+            num_cpus, memory, resources: what Ray reserves for each server (memory in
+                bytes; resources: custom ones, e.g. ``{"data_node": 1}`` to keep servers on
+                the nodes started with that resource).
+            label_selector: node labels a server's node must have, e.g.
+                ``{"ray.io/node-group": "cpu"}`` on KubeRay.
+            scheduling_strategy: Ray's placement of the servers; "SPREAD" (default) puts them
+                on different nodes where it can.
+            max_restarts: how many times Ray restarts a server whose process died; -1:
+                always.
+            detached: the fleet outlives the job that started it (stop it with
+                ``shutdown``); otherwise it ends with that job.
+            token: a bearer token every reader must present (``RemoteLoader(token=)``).
+            chunk_batches, max_streams, stream_idle_timeout_s: as ``stoker serve``'s.
+            loader_options: the servers' ``stoker.Loader`` options (batch_size, seed,
+                columns, transforms, ...). ``num_threads`` defaults to ``num_cpus``.
+        """
+        if num_servers < 1:
+            raise ValueError(f"num_servers must be >= 1, got {num_servers}")
+        name = name or f"fleet-{uuid.uuid4().hex[:8]}"
+        loader_options.setdefault("num_threads", max(1, int(num_cpus)))
+        serve_options = {"port": 0, "token": token or "", "chunk_batches": chunk_batches,
+                         "max_streams": max_streams,
+                         "stream_idle_timeout_s": stream_idle_timeout_s}
+        server_actor_options: dict[str, Any] = {
+            "num_cpus": num_cpus, "max_restarts": max_restarts,
+            # A call to a server Ray is restarting waits for the restarted one.
+            "max_task_retries": -1, "scheduling_strategy": scheduling_strategy}
+        if memory is not None:
+            server_actor_options["memory"] = memory
+        if resources:
+            server_actor_options["resources"] = resources
+        if label_selector:
+            server_actor_options["label_selector"] = label_selector
+        # The controller takes no CPU and stays on the node that started the fleet.
+        here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(),
+                                              soft=True)
+        controller = ray.remote(FleetController).options(
+            name=name, namespace=NAMESPACE, num_cpus=0, scheduling_strategy=here,
+            lifetime="detached" if detached else None).remote(
+                source, num_servers, serve_options, loader_options, server_actor_options)
+        fleet = cls(controller, name)
+        try:
+            fleet.addresses()  # raises what made a server fail to start
+        except BaseException:
+            ray.kill(controller)
+            raise
+        return fleet
+
+    @classmethod
+    def get(cls, name: str) -> Fleet:
+        """The running fleet called ``name`` (from any job of the cluster)."""
+        try:
+            return cls(ray.get_actor(name, namespace=NAMESPACE), name)
+        except ValueError:
+            raise ValueError(f"no Stoker fleet named '{name}' in this Ray cluster (a server "
+                             f"address needs its scheme: grpc://host:port)") from None
+
+    def addresses(self, timeout: float | None = None) -> list[str]:
+        """The servers' Flight locations in share order (server k serves chunks c with
+        c mod len == k). A server being restarted is waited for, up to ``timeout`` seconds
+        (None: as long as it takes); TimeoutError past it."""
+        try:
+            return ray.get(self._controller.addresses.remote(timeout), timeout=timeout)
+        except ray.exceptions.GetTimeoutError:
+            raise TimeoutError(f"fleet '{self.name}': servers not back within "
+                               f"{timeout:g} s") from None
+
+    def servers(self) -> list[dict[str, Any]]:
+        """Each server's location, process id, Ray node id and counters."""
+        return ray.get(self._controller.info.remote())
+
+    def resize(self, num_servers: int) -> None:
+        """Grows or shrinks the fleet; returns once new servers listen. Readers follow at
+        their next epoch (and at once if a server they read from was stopped), with the same
+        batches."""
+        if num_servers < 1:
+            raise ValueError(f"num_servers must be >= 1, got {num_servers}")
+        ray.get(self._controller.resize.remote(num_servers))
+
+    def shutdown(self) -> None:
+        """Stops every server and the fleet's named actor."""
+        ray.get(self._controller.shutdown.remote())
+        ray.kill(self._controller)
