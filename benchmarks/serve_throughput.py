@@ -4,11 +4,19 @@ Reports batches/s, MB/s and the client's CPU seconds per million rows (the train
 cost). Epochs alternate; medians of --repeats.
 
     python benchmarks/serve_throughput.py DATASET [--repeats 3] [--num-threads 2]
+    python benchmarks/serve_throughput.py DATASET --pin [--server-cpus 1] [--client-cpus 0]
+
+--pin measures the protocol rather than two processes sharing cores: the server runs on
+--server-cpus (taskset), the client on --client-cpus, each epoch in a fresh client process.
+The local Loader is measured twice: on the server's cores (the same cores make the batches,
+and the consumer shares them), and on the server's and the client's cores together (all the
+cores the remote setup uses).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import resource
 import statistics
@@ -39,9 +47,10 @@ def epoch(make) -> dict:
             "mb_per_s": size / seconds / 1e6, "cpu_per_m_rows": (cpu() - cpu_started) / rows * 1e6}
 
 
-def start_server(source: str, threads: int) -> tuple[subprocess.Popen, str]:
+def start_server(source: str, threads: int, cpus: str | None = None) -> tuple[subprocess.Popen, str]:
+    pin = ["taskset", "-c", cpus] if cpus else []
     process = subprocess.Popen(
-        [sys.executable, "-m", "stoker", "serve", source, "--port", "0", "--batch-size",
+        [*pin, sys.executable, "-m", "stoker", "serve", source, "--port", "0", "--batch-size",
          str(BATCH), "--num-threads", str(threads), "--chunk-batches", "16"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     match = re.search(r"listening on (\S+)", process.stdout.readline())
@@ -49,39 +58,77 @@ def start_server(source: str, threads: int) -> tuple[subprocess.Popen, str]:
     return process, match.group(1)
 
 
+def maker(args: argparse.Namespace, kind: str, locations: list[str]):
+    if kind == "local":
+        return lambda: stoker.Loader(args.source, batch_size=BATCH, num_threads=args.num_threads)
+    return lambda: stoker.RemoteLoader(locations, batch_size=BATCH)
+
+
+def one_epoch_in(cpus: str, args: argparse.Namespace, kind: str, locations: list[str]) -> dict:
+    """One epoch in a fresh process pinned to `cpus`."""
+    out = subprocess.run(
+        ["taskset", "-c", cpus, sys.executable, __file__, args.source, "--one", kind,
+         "--num-threads", str(args.num_threads), *[f"--location={x}" for x in locations]],
+        check=True, capture_output=True, text=True).stdout
+    return json.loads(out.splitlines()[-1])
+
+
+def report(runs: dict[str, list[dict]], baseline: str) -> None:
+    local = statistics.median(r["rows_per_s"] for r in runs[baseline])
+    print(f"{'':>24} {'M rows/s':>9} {'batches/s':>10} {'MB/s':>8} {'client CPU s/M rows':>20}"
+          f" {'vs ' + baseline:>24}")
+    for name, results in runs.items():
+        med = {k: statistics.median(r[k] for r in results) for k in results[0]}
+        print(f"{name:>24} {med['rows_per_s'] / 1e6:>9.2f} {med['batches_per_s']:>10.0f} "
+              f"{med['mb_per_s']:>8.0f} {med['cpu_per_m_rows']:>20.3f} "
+              f"{med['rows_per_s'] / local:>24.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--num-threads", type=int, default=2)
+    parser.add_argument("--pin", action="store_true")
+    parser.add_argument("--server-cpus", default="1")
+    parser.add_argument("--client-cpus", default="0")
+    parser.add_argument("--one", choices=["local", "remote"], help=argparse.SUPPRESS)
+    parser.add_argument("--location", action="append", default=[], help=argparse.SUPPRESS)
     args = parser.parse_args()
-    servers = [start_server(args.source, args.num_threads) for _ in range(2)]
-    try:
-        locations = [location for _, location in servers]
-        runs: dict[str, list[dict]] = {"local": [], "1 server": [], "2 servers": []}
-        makers = {
-            "local": lambda: stoker.Loader(args.source, batch_size=BATCH,
-                                           num_threads=args.num_threads),
-            "1 server": lambda: stoker.RemoteLoader(locations[:1], batch_size=BATCH),
-            "2 servers": lambda: stoker.RemoteLoader(locations, batch_size=BATCH),
+    if args.one:
+        print(json.dumps(epoch(maker(args, args.one, args.location))))
+        return
+    if args.pin:
+        both = ",".join(sorted({*args.server_cpus.split(","), *args.client_cpus.split(",")}))
+        servers = [start_server(args.source, args.num_threads, args.server_cpus)]
+        location = [servers[0][1]]
+        plan = {
+            f"local on cpus {args.server_cpus}": (args.server_cpus, "local"),
+            f"local on cpus {both}": (both, "local"),
+            f"server {args.server_cpus}, client {args.client_cpus}": (args.client_cpus, "remote"),
         }
+    else:
+        servers = [start_server(args.source, args.num_threads) for _ in range(2)]
+        locations = [location for _, location in servers]
+        makers = {"local": maker(args, "local", []), "1 server": maker(args, "remote", locations[:1]),
+                  "2 servers": maker(args, "remote", locations)}
+    try:
+        runs: dict[str, list[dict]] = {}
         for _ in range(args.repeats):
-            for name, results in runs.items():
-                results.append(epoch(makers[name]))
+            if args.pin:
+                for name, (cpus, kind) in plan.items():
+                    runs.setdefault(name, []).append(one_epoch_in(cpus, args, kind, location))
+            else:
+                for name, make in makers.items():
+                    runs.setdefault(name, []).append(epoch(make))
     finally:
         for process, _ in servers:
             process.terminate()
             process.wait()
-    local = statistics.median(r["rows_per_s"] for r in runs["local"])
-    print(f"{'':>10} {'M rows/s':>9} {'batches/s':>10} {'MB/s':>8} {'client CPU s/M rows':>20}"
-          f" {'vs local':>9}")
-    for name, results in runs.items():
-        med = {k: statistics.median(r[k] for r in results) for k in results[0]}
-        print(f"{name:>10} {med['rows_per_s'] / 1e6:>9.2f} {med['batches_per_s']:>10.0f} "
-              f"{med['mb_per_s']:>8.0f} {med['cpu_per_m_rows']:>20.3f} "
-              f"{med['rows_per_s'] / local:>9.2f}")
-    print(f"({args.num_threads} threads per server and locally; loopback; the servers and the "
-          "client share this machine's cores)")
+    report(runs, next(iter(runs)))
+    print(f"({args.num_threads} threads per server and locally; loopback; medians of "
+          f"{args.repeats}; " + ("each process pinned as named)" if args.pin else
+                                 "the servers and the client share this machine's cores)"))
 
 
 if __name__ == "__main__":

@@ -114,11 +114,16 @@ int64_t PlaceColumns(std::vector<RowLayout::Column>* columns) {
 }  // namespace
 
 RowLayout RowLayout::For(const arrow::Schema& schema, bool no_nulls, int64_t max_chunk_bytes) {
+  return For(schema, std::vector<bool>(schema.num_fields(), no_nulls), max_chunk_bytes);
+}
+
+RowLayout RowLayout::For(const arrow::Schema& schema, const std::vector<bool>& no_nulls,
+                         int64_t max_chunk_bytes) {
   RowLayout layout;
   layout.staged.assign(schema.num_fields(), -1);
   std::vector<Column> columns;
   for (int i = 0; i < schema.num_fields(); ++i) {
-    if (auto column = StagedColumn(*schema.field(i), i, no_nulls)) columns.push_back(*column);
+    if (auto column = StagedColumn(*schema.field(i), i, no_nulls[i])) columns.push_back(*column);
   }
   // One staged column gathers no better than it did columnar.
   if (columns.size() < 2) return layout;

@@ -56,6 +56,10 @@ struct RowLayout {
   /// a validity flag.
   static RowLayout For(const arrow::Schema& schema, bool no_nulls,
                        int64_t max_chunk_bytes = kMaxChunkBytes);
+  /// The same with `no_nulls` per field: a field known to hold no nulls gets no validity
+  /// flag (and may be a staged fixed-size list).
+  static RowLayout For(const arrow::Schema& schema, const std::vector<bool>& no_nulls,
+                       int64_t max_chunk_bytes = kMaxChunkBytes);
   bool empty() const { return columns.empty(); }
 };
 

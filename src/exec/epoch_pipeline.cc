@@ -16,8 +16,9 @@ namespace {
 std::shared_ptr<const RowLayout> StagingLayout(const UnitSource& source,
                                                const LoaderOptions& options) {
   if (!options.shuffle) return nullptr;
-  auto layout = std::make_shared<const RowLayout>(
-      RowLayout::For(*source.output_schema, /*no_nulls=*/source.output == OutputKind::kTensor));
+  ARROW_DCHECK_EQ(source.non_null.size(), static_cast<size_t>(source.output_schema->num_fields()));
+  auto layout =
+      std::make_shared<const RowLayout>(RowLayout::For(*source.output_schema, source.non_null));
   if (layout->empty()) return nullptr;
   return layout;
 }

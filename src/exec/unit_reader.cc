@@ -246,7 +246,17 @@ arrow::Status CheckUnit(const UnitSource& source, const Unit& unit,
                                   batch.schema()->ToString(), " where ",
                                   source.output_schema->ToString(), " were expected");
   }
-  if (source.output != OutputKind::kTensor) return arrow::Status::OK();
+  if (source.output != OutputKind::kTensor) {
+    for (int i = 0; i < batch.num_columns(); ++i) {
+      if (!source.non_null[i] || !HasNulls(*batch.column_data(i))) continue;
+      return arrow::Status::Invalid(
+          "column '", batch.schema()->field(i)->name(), "' has null values in ",
+          Where(manifest, unit),
+          " although the file's Parquet statistics record none: the file is corrupt; "
+          "rewrite it");
+    }
+    return arrow::Status::OK();
+  }
   const auto& ragged = source.transforms->ragged_columns();
   for (int i = 0; i < batch.num_columns(); ++i) {
     const auto& data = *batch.column_data(i);

@@ -48,6 +48,11 @@ struct UnitSource {
   /// them a batch has output_schema).
   std::shared_ptr<arrow::Schema> batch_schema;
   OutputKind output = OutputKind::kTensor;
+  /// Per output column: no unit holds a null in it, so batches need no validity for it. With
+  /// tensor output every column (checked per unit); with Arrow output the columns read as
+  /// they are whose Parquet statistics prove it (checked per unit too: statistics that lie
+  /// are an error, never a lost null).
+  std::vector<bool> non_null;
   arrow::MemoryPool* pool = nullptr;
   /// Where batches are allocated (they outlive the loader in the consumer's hands); null:
   /// `pool`.

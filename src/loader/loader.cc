@@ -44,6 +44,30 @@ arrow::Status CheckTensorOutput(const UnitSource& source) {
   return CheckNoNullsByStatistics(*source.manifest, as_read);
 }
 
+// Per output column, for Arrow output: read as it is (no transform or codec changed it), of
+// a fixed-width or bool type, and free of nulls by the Parquet statistics of every row group.
+arrow::Result<std::vector<bool>> ProvenNonNull(const UnitSource& source) {
+  const auto& output = *source.output_schema;
+  const auto& read = *source.manifest->schema();
+  std::vector<std::string> candidates;
+  for (const auto& name : source.transforms->UntouchedColumns()) {
+    const auto field = output.GetFieldByName(name);
+    const auto as_read = read.GetFieldByName(name);
+    if (field == nullptr || as_read == nullptr || !field->type()->Equals(as_read->type())) continue;
+    const auto id = field->type()->id();
+    if (id == arrow::Type::BOOL || arrow::is_primitive(id) || arrow::is_decimal(id) ||
+        id == arrow::Type::FIXED_SIZE_BINARY) {
+      candidates.push_back(name);
+    }
+  }
+  ARROW_ASSIGN_OR_RAISE(auto proven, ColumnsWithoutNullsByStatistics(*source.manifest, candidates));
+  std::vector<bool> non_null;
+  for (const auto& field : output.fields()) {
+    non_null.push_back(std::find(proven.begin(), proven.end(), field->name()) != proven.end());
+  }
+  return non_null;
+}
+
 // Skips the row groups whose statistics rule the filter out, then counts the matching rows
 // of the others (reading only the filter's columns) so the plan knows every unit's size.
 arrow::Result<std::vector<Unit>> CountMatchingRows(const UnitSource& source, Stats* stats) {
@@ -178,7 +202,12 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
   source->plan_columns.valid_mask = options.pad_to_equal_steps;
   source->plan_columns.row_origin = options.with_row_origin;
   ARROW_ASSIGN_OR_RAISE(source->batch_schema, source->plan_columns.Extend(*source->output_schema));
-  if (options.output == OutputKind::kTensor) ARROW_RETURN_NOT_OK(CheckTensorOutput(*source));
+  if (options.output == OutputKind::kTensor) {
+    ARROW_RETURN_NOT_OK(CheckTensorOutput(*source));
+    source->non_null.assign(source->output_schema->num_fields(), true);
+  } else {
+    ARROW_ASSIGN_OR_RAISE(source->non_null, ProvenNonNull(*source));
+  }
   ARROW_RETURN_NOT_OK(SetUpUnits(options, stats.get(), source.get()));
   if (options.on_error == OnError::kSkip) {
     source->error_budget =

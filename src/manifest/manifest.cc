@@ -322,19 +322,27 @@ int64_t Manifest::HeldBytes() const {
   return bytes;
 }
 
-arrow::Status CheckNoNullsByStatistics(const Manifest& manifest,
-                                       const std::vector<std::string>& columns) {
+namespace {
+
+// Calls visit(k, file, row_group, nulls) for each leaf column chunk of columns[k], in every
+// row group of every file, nulls being the chunk's statistics' null count or -1 when it
+// records none, while `wanted(k)` holds for some k; stops at the first error visit returns.
+template <typename Wanted, typename Visit>
+arrow::Status ForEachNullCount(const Manifest& manifest, const std::vector<std::string>& columns,
+                               Wanted wanted, Visit visit) {
   for (size_t i = 0; i < manifest.files().size(); ++i) {
+    bool any = false;
+    for (size_t k = 0; k < columns.size(); ++k) any = any || wanted(k);
+    if (!any) break;
     const auto& file = manifest.files()[i];
-    if (columns.empty()) break;
     ARROW_ASSIGN_OR_RAISE(auto decoded, manifest.FileMetadata(static_cast<int32_t>(i)));
     const auto& metadata = *decoded;
-    for (const auto& name : columns) {
-      const int field = manifest.schema()->GetFieldIndex(name);
+    for (size_t k = 0; k < columns.size(); ++k) {
+      const int field = manifest.schema()->GetFieldIndex(columns[k]);
       if (field < 0) continue;
-      for (int rg = 0; rg < metadata.num_row_groups(); ++rg) {
+      for (int rg = 0; rg < metadata.num_row_groups() && wanted(k); ++rg) {
         for (int leaf : file.column_leaves[field]) {
-          int64_t nulls = 0;
+          int64_t nulls = -1;
           auto status = CatchAll([&]() -> arrow::Status {
             BEGIN_PARQUET_CATCH_EXCEPTIONS
             auto stats = metadata.RowGroup(rg)->ColumnChunk(leaf)->statistics();
@@ -343,18 +351,50 @@ arrow::Status CheckNoNullsByStatistics(const Manifest& manifest,
             END_PARQUET_CATCH_EXCEPTIONS
           });
           ARROW_RETURN_NOT_OK(WithContext(status, "'" + file.source.display + "'"));
-          if (nulls <= 0) continue;
-          return arrow::Status::Invalid(
-              "column '", name, "' has ", nulls, " null values in '", file.source.display,
-              "' (row group ", rg,
-              "); numpy/torch output cannot hold nulls and Stoker does not fill them silently: "
-              "read it with output=\"arrow\", fill them with a fill_null transform, or leave "
-              "it out of columns");
+          ARROW_RETURN_NOT_OK(visit(k, file, rg, nulls));
         }
       }
     }
   }
   return arrow::Status::OK();
+}
+
+}  // namespace
+
+arrow::Status CheckNoNullsByStatistics(const Manifest& manifest,
+                                       const std::vector<std::string>& columns) {
+  return ForEachNullCount(
+      manifest, columns, [](size_t) { return true; },
+      [&](size_t k, const ManifestFile& file, int rg, int64_t nulls) -> arrow::Status {
+        if (nulls <= 0) return arrow::Status::OK();
+        return arrow::Status::Invalid(
+            "column '", columns[k], "' has ", nulls, " null values in '", file.source.display,
+            "' (row group ", rg,
+            "); numpy/torch output cannot hold nulls and Stoker does not fill them silently: "
+            "read it with output=\"arrow\", fill them with a fill_null transform, or leave "
+            "it out of columns");
+      });
+}
+
+arrow::Result<std::vector<std::string>> ColumnsWithoutNullsByStatistics(
+    const Manifest& manifest, const std::vector<std::string>& columns) {
+  std::vector<char> proven;
+  for (const auto& name : columns) {
+    const int field = manifest.schema()->GetFieldIndex(name);
+    proven.push_back(field >= 0 && !manifest.files().empty() &&
+                     !manifest.files()[0].column_leaves[field].empty());
+  }
+  ARROW_RETURN_NOT_OK(ForEachNullCount(
+      manifest, columns, [&](size_t k) { return proven[k] != 0; },
+      [&](size_t k, const ManifestFile&, int, int64_t nulls) {
+        if (nulls != 0) proven[k] = 0;
+        return arrow::Status::OK();
+      }));
+  std::vector<std::string> out;
+  for (size_t k = 0; k < columns.size(); ++k) {
+    if (proven[k]) out.push_back(columns[k]);
+  }
+  return out;
 }
 
 }  // namespace stoker

@@ -116,4 +116,10 @@ class Manifest {
 arrow::Status CheckNoNullsByStatistics(const Manifest& manifest,
                                        const std::vector<std::string>& columns);
 
+/// The `columns` that Parquet statistics prove hold no nulls: every row group of every file
+/// records a null count of 0 for each of the column's leaves. A column with no leaves (a
+/// partition column), or with a row group whose statistics hold no null count, is not proven.
+arrow::Result<std::vector<std::string>> ColumnsWithoutNullsByStatistics(
+    const Manifest& manifest, const std::vector<std::string>& columns);
+
 }  // namespace stoker

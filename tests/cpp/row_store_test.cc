@@ -179,6 +179,18 @@ TEST(RowLayoutTest, StagesNarrowFixedWidthColumnsOnly) {
   }
 }
 
+TEST(RowLayoutTest, ValidityFlagsOnlyForFieldsThatMayHoldNulls) {
+  // Per field: f32 and flag are known null-free (Arrow output, by statistics), the others not.
+  std::vector<bool> no_nulls(9, false);
+  no_nulls[1] = no_nulls[5] = true;
+  const auto layout = RowLayout::For(*MixedSchema(true), no_nulls);
+  EXPECT_EQ(layout.staged[6], -1);  // a fixed-size list that may hold nulls stays columnar
+  for (const auto& column : layout.columns) {
+    const bool flagged = column.index != 0 && !no_nulls[column.index];  // id: not nullable
+    EXPECT_EQ(column.valid_offset >= 0, flagged) << column.index;
+  }
+}
+
 TEST(RowLayoutTest, NothingStagedForASingleNarrowColumn) {
   auto schema = arrow::schema({arrow::field("x", arrow::int64()), arrow::field("s", arrow::utf8()),
                                arrow::field("e", arrow::fixed_size_list(arrow::float32(), 64))});

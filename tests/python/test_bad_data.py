@@ -308,3 +308,52 @@ def test_a_decimal_beyond_its_precision_names_its_column(tmp_path: Path) -> None
     with pytest.raises(ValueError, match=r"prices\.parquet' \(row group 0\): column 'price' holds a "
                                          r"value that its type decimal128\(5, 2\) does not allow"):
         read(tmp_path / "prices.parquet")
+
+
+def lying_null_count(path: Path) -> None:
+    """Rewrites the footer of `path` (one int64 column "x", one row group, one null) so its
+    statistics record 0 nulls: the one byte of the null count's varint, found by trying each
+    candidate and keeping the one pyarrow then reads as null_count 0 with all else equal."""
+    data = bytearray(path.read_bytes())
+    length = int.from_bytes(data[-8:-4], "little")
+    start = len(data) - 8 - length
+    before = pq.ParquetFile(path).metadata.row_group(0).column(0).statistics
+    assert before.null_count == 1
+    for i in range(start, len(data) - 9):
+        # A compact-protocol i64 field header (type 6), then zigzag(1) = 2.
+        if data[i] & 0x0F != 6 or data[i + 1] != 2:
+            continue
+        candidate = bytearray(data)
+        candidate[i + 1] = 0
+        patched = path.with_suffix(".try")
+        patched.write_bytes(candidate)
+        try:
+            stats = pq.ParquetFile(patched).metadata.row_group(0).column(0).statistics
+        except Exception:  # noqa: BLE001 - a wrong guess breaks the footer; try the next
+            continue
+        if stats.null_count == 0 and stats.min == before.min and stats.max == before.max:
+            patched.replace(path)
+            return
+    raise AssertionError("no null count byte found to patch")
+
+
+@pytest.mark.parametrize("shuffle", [True, False])
+def test_statistics_that_hide_a_null_are_an_error_not_a_lost_null(tmp_path: Path,
+                                                                   shuffle: bool) -> None:
+    # Arrow output trusts statistics that prove a column null-free (its batches then carry no
+    # validity for it); a file whose statistics lie must not turn its null into a value.
+    path = tmp_path / "lying.parquet"
+    pq.write_table(pa.table({"x": pa.array([1, None, 3], pa.int64())}), path)
+    lying_null_count(path)
+    assert pq.ParquetFile(path).metadata.row_group(0).column(0).statistics.null_count == 0
+    assert pq.read_table(path)["x"].null_count == 1
+    good = tmp_path / "good.parquet"
+    pq.write_table(pa.table({"x": pa.array([4, 5, 6], pa.int64())}), good)
+    loader = stoker.Loader([good, path], batch_size=2, output="arrow", shuffle=shuffle)
+    with pytest.raises(ValueError, match=r"column 'x' has null values in .*lying\.parquet.*"
+                                         r"statistics record none"):
+        list(loader)
+    skipping = stoker.Loader([good, path], batch_size=2, output="arrow", shuffle=shuffle,
+                             on_error="skip", max_bad_fraction=1.0)
+    rows = sorted(v for b in skipping for v in b.column("x").to_pylist())
+    assert rows == [4, 5, 6]

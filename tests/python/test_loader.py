@@ -187,6 +187,27 @@ def test_arrow_output_keeps_every_type_and_nulls(mixed: Path) -> None:
     assert got.equals(table.replace_schema_metadata(None))
 
 
+@pytest.mark.parametrize("statistics", [True, False])
+def test_arrow_output_keeps_nulls_of_a_later_row_group(tmp_path: Path, statistics: bool) -> None:
+    # Columns whose statistics prove them null-free in every row group are gathered without
+    # validity; one null in the last row group of the last file keeps its column out of that.
+    n = 600
+    for i in range(3):
+        ids = np.arange(i * n, (i + 1) * n)
+        y = pa.array([None if k == 3 * n - 1 else float(k) for k in ids], pa.float32())
+        table = pa.table({"row_id": ids, "x": ids.astype(np.int32), "y": y,
+                          "z": (ids % 7 == 0)})
+        pq.write_table(table, tmp_path / f"part-{i}.parquet", row_group_size=200,
+                       write_statistics=statistics)
+    expected = pq.read_table(tmp_path).replace_schema_metadata(None)
+    for threads in (1, 3):
+        got = pa.Table.from_batches(list(stoker.Loader(
+            tmp_path, batch_size=64, output="arrow", seed=2, num_threads=threads)))
+        got = got.sort_by("row_id")
+        assert got["y"].null_count == 1
+        assert got.equals(expected)
+
+
 def test_bool_column_becomes_bool_array(mixed: Path) -> None:
     for batch in stoker.Loader(mixed, columns=["row_id", "flag"], batch_size=100):
         assert batch["flag"].dtype == np.bool_
