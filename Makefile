@@ -199,7 +199,9 @@ clean:
 # package index alone: see requirements-streaming.txt) and .bench-grain-venv (Grain). BENCH_ARGS
 # passes options to the harness, e.g. BENCH_ARGS="--scale 0.1 --repeats 1" for a quick look.
 # Then the mixture overhead (benchmarks/mixture_overhead.py: a 3-source mixture against the same
-# rows from one source, and its realized proportions; docs/mixtures.md).
+# rows from one source, and its realized proportions; docs/mixtures.md) and the serving
+# throughput (benchmarks/serve_throughput.py --pin: a server and its client each on their own
+# cores, against a local Loader; docs/serve.md).
 BENCH_VENV      := .bench-venv
 BENCH_PY        := $(BENCH_VENV)/bin/python
 BENCH_DEPS      := $(BENCH_VENV)/.deps-installed
@@ -255,3 +257,5 @@ bench: build $(BENCH_DEPS) $(PETASTORM_DEPS) $(STREAMING_DEPS) $(GRAIN_DEPS)
 	$(PY) benchmarks/petastorm_readers.py --petastorm-python $(PETASTORM_PY) \
 	  --json benchmarks/results/petastorm_readers.json
 	$(PY) benchmarks/mixture_overhead.py --out benchmarks/results/mixture.json
+	$(PY) benchmarks/serve_throughput.py build/bench-serve --pin --repeats 5 \
+	  --out benchmarks/results/serve_throughput.json

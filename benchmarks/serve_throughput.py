@@ -5,6 +5,10 @@ cost). Epochs alternate; medians of --repeats.
 
     python benchmarks/serve_throughput.py DATASET [--repeats 3] [--num-threads 2]
     python benchmarks/serve_throughput.py DATASET --pin [--server-cpus 1] [--client-cpus 0]
+        [--rows 2000000] [--out results.json]
+
+A DATASET directory with no Parquet files in it is first filled with --rows rows of the
+criteo preset in 4 files (what `make bench` does).
 
 --pin measures the protocol rather than two processes sharing cores: the server runs on
 --server-cpus (taskset), the client on --client-cpus, each epoch in a fresh client process.
@@ -23,8 +27,10 @@ import statistics
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import stoker
+from stoker import _gen
 
 BATCH = 4096
 
@@ -92,12 +98,17 @@ def main() -> None:
     parser.add_argument("--pin", action="store_true")
     parser.add_argument("--server-cpus", default="1")
     parser.add_argument("--client-cpus", default="0")
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--out", help="also write the medians here as JSON")
     parser.add_argument("--one", choices=["local", "remote"], help=argparse.SUPPRESS)
     parser.add_argument("--location", action="append", default=[], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
         print(json.dumps(epoch(maker(args, args.one, args.location))))
         return
+    if not any(Path(args.source).glob("*.parquet")):
+        _gen.generate(Path(args.source), _gen.GenOptions(preset="criteo", rows=args.rows, files=4),
+                      progress=False)
     if args.pin:
         both = ",".join(sorted({*args.server_cpus.split(","), *args.client_cpus.split(",")}))
         servers = [start_server(args.source, args.num_threads, args.server_cpus)]
@@ -126,6 +137,10 @@ def main() -> None:
             process.terminate()
             process.wait()
     report(runs, next(iter(runs)))
+    if args.out:
+        medians = {name: {k: statistics.median(r[k] for r in results) for k in results[0]}
+                   for name, results in runs.items()}
+        Path(args.out).write_text(json.dumps(medians, indent=1) + "\n")
     print(f"({args.num_threads} threads per server and locally; loopback; medians of "
           f"{args.repeats}; " + ("each process pinned as named)" if args.pin else
                                  "the servers and the client share this machine's cores)"))
