@@ -152,7 +152,7 @@ test-tsan: $(DEPS) $(CLANG)
 # it and keep the input under tests/fuzz/regressions/<target>/, which `make test` replays.
 FUZZ_DIR     := build/fuzz
 FUZZ_SECONDS ?= 60
-FUZZ_TARGETS ?= parquet filter ticket transform transform_spec state_dict codec
+FUZZ_TARGETS ?= parquet filter ticket transform transform_spec state_dict codec summary
 FUZZ_CFLAGS  := -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined \
                 -fno-omit-frame-pointer -O1 -g
 ATHERIS      := $(FUZZ_DIR)/atheris/.installed

@@ -81,9 +81,15 @@ enum class IndexPolicy {
   kFallback,
   /// Never read a summary file: read every footer.
   kIgnore,
+  /// The summary file `stoker index` wrote defines the directory's files: no listing, one
+  /// metadata request and one read before the plan. Each file's size and modification time
+  /// are checked against the index at its first read (one metadata request, issued beside
+  /// its data reads): a file rewritten or removed since is an error naming it before any of
+  /// its rows are delivered. A file added since is not seen.
+  kTrust,
 };
 
-/// The name options spell an index policy with: "use", "fallback" or "ignore".
+/// The name options spell an index policy with: "use", "fallback", "ignore" or "trust".
 const char* IndexPolicyName(IndexPolicy policy);
 /// The policy called `name`; otherwise an error naming the option and the allowed values.
 arrow::Result<IndexPolicy> ParseIndexPolicy(const std::string& name);

@@ -251,8 +251,11 @@ class Loader(_cursor.EpochLoader):
             Dask) does: "use" (None: the default) builds the manifest from it (one read instead of one per
             footer) and raises ValueError naming the file when it no longer matches the
             directory (a file added, removed or rewritten); "fallback" reads every footer
-            instead when it is stale; "ignore" never reads it. The batches are the same
-            either way (docs/large-datasets.md).
+            instead when it is stale; "ignore" never reads it; "trust" takes the directory's
+            files from an index ``stoker index`` wrote without listing the directory, and
+            checks each file's size and modification time at its first read (a file
+            rewritten or removed since is an error naming it; one ADDED since is not seen).
+            The batches are the same either way (docs/large-datasets.md).
         cache_dir: a local directory caching finished row groups (after projection, filter
             and transforms) so later epochs skip reads and decoding; the output is the same
             with or without it (docs/cache.md). None: no cache.

@@ -34,6 +34,7 @@ EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan
       batches_(std::move(batches)),
       prefetch_(options.ResolvedPrefetch()),
       lookahead_(options.shuffle ? 1 : options.ResolvedThreads()),
+      needed_first_(options.shuffle),
       row_layout_(StagingLayout(*source_, options)),
       record_chunks_(
           row_layout_ == nullptr
@@ -103,19 +104,38 @@ void EpochPipeline::ScheduleWindow(int64_t position) {
     if (source_->cache == nullptr) {
       StartUnit(scheduled, i, unit);
     } else {
-      // Looking the cache up reads a file: do it in a worker, not under mutex_.
-      RunOnWorker(
-          [this, scheduled, i, &unit] {
-            auto cached = source_->cache->Get(CacheKey(*source_, unit));
-            if (cached == nullptr) return StartUnit(scheduled, i, unit);
-            auto drawn = DrawUnit(*source_, unit, std::move(cached), plan_.config().seed,
-                                  plan_.config().epoch, stats_.get());
-            if (!drawn.ok()) return OnUnitRead(scheduled, i, drawn.status());
-            OnUnitRead(scheduled, i, Prepare(unit, std::move(*drawn)));
-          },
-          /*urgent=*/false);
+      // Looking the cache up reads a file: do it in a worker, not under mutex_, once the
+      // unit's file is known to be the one the cache entry was made from (index="trust").
+      WhenVerified(unit, [this, scheduled, i, &unit](const arrow::Status& verified) {
+        if (!verified.ok()) return OnUnitRead(scheduled, i, verified);
+        auto cached = source_->cache->Get(CacheKey(*source_, unit));
+        if (cached == nullptr) return StartUnit(scheduled, i, unit);
+        auto drawn = DrawUnit(*source_, unit, std::move(cached), plan_.config().seed,
+                              plan_.config().epoch, stats_.get());
+        if (!drawn.ok()) return OnUnitRead(scheduled, i, drawn.status());
+        OnUnitRead(scheduled, i, Prepare(unit, std::move(*drawn)));
+      });
     }
   }
+}
+
+void EpochPipeline::WhenVerified(const Unit& unit, std::function<void(const arrow::Status&)> task) {
+  auto verified =
+      source_->manifest->VerifyFile(unit.file, source_->io_executor.get(), stats_.get());
+  if (verified.is_finished()) {
+    RunOnWorker([task = std::move(task), verified] { task(verified.status()); }, /*urgent=*/false);
+    return;
+  }
+  {
+    MutexLock lock(fetch_mutex_);
+    ++fetches_in_flight_;
+  }
+  verified.AddCallback([this, task = std::move(task)](const arrow::Status& status) {
+    RunOnWorker([task, status] { task(status); }, /*urgent=*/false);
+    MutexLock lock(fetch_mutex_);
+    --fetches_in_flight_;
+    fetches_done_.NotifyAll();
+  });
 }
 
 void EpochPipeline::StartUnit(int64_t scheduled, int64_t i, const Unit& unit) {
@@ -190,7 +210,18 @@ void EpochPipeline::Pump() {
     windows_.erase(windows_.begin(), windows_.lower_bound(keep_from));
   }
   if (next_assemble_ < count) {
-    const int64_t horizon = std::min(Range(next_assemble_).second + lookahead_, last_window_);
+    const auto [first, last] = Range(next_assemble_);
+    while (next_window_ <= last) ScheduleWindow(next_window_++);
+    // Shuffled windows of many units: those the next batch needs are read first, and the
+    // lookahead is scheduled once they are loaded, so that its requests never compete with
+    // theirs (at the start of an epoch or a resume, and whenever the store is the
+    // bottleneck). Unshuffled windows are single units, read num_threads ahead.
+    if (needed_first_) {
+      for (int64_t w = first; w <= last; ++w) {
+        if (windows_.at(w).pending_units > 0) return;
+      }
+    }
+    const int64_t horizon = std::min(last + lookahead_, last_window_);
     while (next_window_ <= horizon) ScheduleWindow(next_window_++);
   }
 }

@@ -58,6 +58,9 @@ class EpochPipeline final : public BatchStream {
   /// mutex_ held (ScheduleWindow) or not (a cache miss in a worker); never locks it on the
   /// calling thread.
   void StartUnit(int64_t scheduled, int64_t unit_in_window, const Unit& unit);
+  /// Queues `task` on a worker once the unit's file is verified (Manifest::VerifyFile),
+  /// passing it the outcome. Never locks mutex_ on the calling thread.
+  void WhenVerified(const Unit& unit, std::function<void(const arrow::Status&)> task);
   /// Queues a worker task. The pool refuses tasks only once the destructor has shut it down,
   /// when nothing waits for their results any more.
   void RunOnWorker(std::function<void()> task, bool urgent);
@@ -86,6 +89,8 @@ class EpochPipeline final : public BatchStream {
   std::vector<int64_t> schedule_;
   const int64_t prefetch_;
   const int64_t lookahead_;
+  /// Whether the lookahead waits until the windows the next batch needs are loaded.
+  const bool needed_first_;
   /// How units are staged row-major for the gather; null when they stay columnar.
   const std::shared_ptr<const RowLayout> row_layout_;
   /// Where staged units' records live, recycled from window to window.

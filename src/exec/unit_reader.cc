@@ -50,10 +50,19 @@ arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetchUnchecked(const Manifest
   fetch->started = Stats::Clock::now();
   fetch->file = unit.file;
   fetch->row_group = unit.row_group;
+  // A file that only a dataset index named (index="trust") is checked beside its first data
+  // read, and its bytes are not used before the check has passed.
+  auto verified = manifest.VerifyFile(unit.file, io.executor(), stats);
   // Opening by FileInfo skips a metadata request (the size is known from the listing).
   arrow::fs::FileInfo info(file.source.path, arrow::fs::FileType::File);
   info.set_size(file.source.size);
-  ARROW_ASSIGN_OR_RAISE(auto input, file.source.filesystem->OpenInputFile(info));
+  auto opened = file.source.filesystem->OpenInputFile(info);
+  if (!opened.ok()) {
+    // A file that cannot be opened: the check, when there is one, says why (removed).
+    verified.Wait();
+    ARROW_RETURN_NOT_OK(verified.status());
+  }
+  ARROW_ASSIGN_OR_RAISE(auto input, std::move(opened));
   auto counted = std::make_shared<CountingFile>(std::move(input), stats);
   const std::vector<int> row_groups{unit.row_group};
   ARROW_ASSIGN_OR_RAISE(auto metadata, manifest.FileMetadata(unit.file));
@@ -77,6 +86,14 @@ arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetchUnchecked(const Manifest
   fetch->reader->PreBuffer(row_groups, fetch->leaves, io, arrow::io::CacheOptions::Defaults());
   fetch->ready = fetch->reader->WhenBuffered(row_groups, fetch->leaves);
   END_PARQUET_CATCH_EXCEPTIONS
+  if (!verified.is_finished() || !verified.status().ok()) {
+    // The check's error, when it fails, says why the data read failed too.
+    fetch->ready = arrow::AllFinished({verified, fetch->ready})
+                       .Then([] { return arrow::Status::OK(); },
+                             [verified](const arrow::Status& failed) {
+                               return verified.status().ok() ? failed : verified.status();
+                             });
+  }
   return fetch;
 }
 

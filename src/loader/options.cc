@@ -43,6 +43,8 @@ const char* IndexPolicyName(IndexPolicy policy) {
       return "fallback";
     case IndexPolicy::kIgnore:
       return "ignore";
+    case IndexPolicy::kTrust:
+      return "trust";
     case IndexPolicy::kUse:
       break;
   }
@@ -50,10 +52,12 @@ const char* IndexPolicyName(IndexPolicy policy) {
 }
 
 arrow::Result<IndexPolicy> ParseIndexPolicy(const std::string& name) {
-  for (IndexPolicy policy : {IndexPolicy::kUse, IndexPolicy::kFallback, IndexPolicy::kIgnore}) {
+  for (IndexPolicy policy :
+       {IndexPolicy::kUse, IndexPolicy::kFallback, IndexPolicy::kIgnore, IndexPolicy::kTrust}) {
     if (name == IndexPolicyName(policy)) return policy;
   }
-  return arrow::Status::Invalid("index must be 'use', 'fallback' or 'ignore', got '", name, "'");
+  return arrow::Status::Invalid("index must be 'use', 'fallback', 'ignore' or 'trust', got '", name,
+                                "'");
 }
 
 arrow::Status ValidateRank(int rank, int world_size) {

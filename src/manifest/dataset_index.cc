@@ -21,17 +21,8 @@ namespace stoker {
 
 namespace {
 
-// A data file as the summary records it: its size and modification time, when `stoker
-// index` wrote the summary (-1 otherwise), and its row groups' indices in the summary.
-struct IndexedFile {
-  int64_t size = -1;
-  int64_t mtime_ns = -1;
-  std::vector<int> row_groups;
-};
-
 // The summary file's bytes, in one request.
-arrow::Result<std::shared_ptr<parquet::FileMetaData>> ReadSummary(const SourceFile& summary,
-                                                                  Stats* stats) {
+arrow::Result<std::shared_ptr<arrow::Buffer>> ReadSummary(const SourceFile& summary, Stats* stats) {
   arrow::fs::FileInfo info(summary.path, arrow::fs::FileType::File);
   info.set_size(summary.size);
   ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::io::RandomAccessFile> input,
@@ -39,26 +30,17 @@ arrow::Result<std::shared_ptr<parquet::FileMetaData>> ReadSummary(const SourceFi
   if (stats != nullptr) {
     input = std::make_shared<CountingFile>(std::move(input), stats, RequestKind::kMetadata);
   }
-  ARROW_ASSIGN_OR_RAISE(auto bytes, input->ReadAt(0, summary.size));
-  // A summary holds every row group of the dataset: lift the limits meant for one footer.
-  parquet::ReaderProperties properties;
-  properties.set_thrift_string_size_limit(std::numeric_limits<int32_t>::max());
-  properties.set_thrift_container_size_limit(std::numeric_limits<int32_t>::max());
-  BEGIN_PARQUET_CATCH_EXCEPTIONS
-  auto reader = parquet::ParquetFileReader::Open(
-      std::make_shared<arrow::io::BufferReader>(std::move(bytes)), properties);
-  return reader->metadata();
-  END_PARQUET_CATCH_EXCEPTIONS
+  return input->ReadAt(0, summary.size);
 }
 
 // The files the summary describes, by path relative to its directory: from kIndexFilesKey
 // when `stoker index` wrote it, and from the row groups' column chunks.
-arrow::Result<std::map<std::string, IndexedFile>> IndexedFiles(const parquet::FileMetaData& summary,
-                                                               const std::string& where) {
-  std::map<std::string, IndexedFile> files;
-  const auto& kv = summary.key_value_metadata();
-  if (kv != nullptr && kv->Contains(kIndexFilesKey)) {
-    std::istringstream lines(kv->Get(kIndexFilesKey).ValueOrDie());
+arrow::Status IndexedFiles(const std::string& where, DatasetIndex* index) {
+  auto& files = index->files;
+  for (const auto& kv : index->skim.key_values) {
+    if (kv.key != kIndexFilesKey) continue;
+    index->by_stoker = true;
+    std::istringstream lines{std::string(kv.value)};
     std::string line;
     while (std::getline(lines, line)) {
       IndexedFile file;
@@ -72,18 +54,17 @@ arrow::Result<std::map<std::string, IndexedFile>> IndexedFiles(const parquet::Fi
       files[line.substr(name_at)] = file;
     }
   }
-  for (int rg = 0; rg < summary.num_row_groups(); ++rg) {
-    auto row_group = summary.RowGroup(rg);
-    if (row_group->num_columns() == 0) continue;
-    const std::string path = row_group->ColumnChunk(0)->file_path();
-    if (path.empty()) {
+  const auto& row_groups = index->skim.row_groups;
+  for (size_t rg = 0; rg < row_groups.size(); ++rg) {
+    if (row_groups[rg].num_columns == 0) continue;
+    if (row_groups[rg].file_path.empty()) {
       return arrow::Status::Invalid("'", where, "': row group ", rg,
                                     " names no file (a summary file's column chunks must carry "
                                     "their file_path)");
     }
-    files[path].row_groups.push_back(rg);
+    files[std::string(row_groups[rg].file_path)].row_groups.push_back(static_cast<int>(rg));
   }
-  return files;
+  return arrow::Status::OK();
 }
 
 // Why the summary no longer describes the listing, naming the first file that differs; empty
@@ -121,51 +102,60 @@ std::string StaleReason(const ResolvedSource& source,
   return out;
 }
 
-// The summary without Stoker's own entry, so that the per-file footers made from it do not
-// each carry a copy of the whole file list.
-arrow::Result<std::shared_ptr<parquet::FileMetaData>> WithoutFileList(
-    const std::shared_ptr<parquet::FileMetaData>& summary) {
-  const auto& kv = summary->key_value_metadata();
-  if (kv == nullptr || !kv->Contains(kIndexFilesKey)) return summary;
-  auto kept = kv->Copy();
-  ARROW_RETURN_NOT_OK(kept->Delete(kIndexFilesKey));
-  BEGIN_PARQUET_CATCH_EXCEPTIONS
-  auto properties = parquet::WriterProperties::Builder()
-                        .created_by(summary->created_by())
-                        ->version(summary->version())
-                        ->build();
-  std::shared_ptr<parquet::FileMetaData> clean =
-      parquet::FileMetaDataBuilder::Make(summary->schema(), properties)->Finish(kept);
-  clean->AppendRowGroups(*summary);
-  return clean;
-  END_PARQUET_CATCH_EXCEPTIONS
-}
-
 }  // namespace
 
-arrow::Result<std::optional<std::vector<Footer>>> ReadSummaryFooters(const ResolvedSource& source,
-                                                                     IndexPolicy policy,
-                                                                     Stats* stats) {
+arrow::Result<DatasetIndex> ReadDatasetIndex(const ResolvedSource& source, Stats* stats) {
   const std::string& where = source.summary.display;
-  std::shared_ptr<parquet::FileMetaData> summary;
-  std::map<std::string, IndexedFile> indexed;
+  DatasetIndex index;
+  auto read = ReadSummary(source.summary, stats);
+  if (!read.ok()) {
+    return WithContext(ExplainStorageError(read.status(), where), "reading the dataset index");
+  }
+  index.bytes = std::move(*read);
   auto status = CatchAll([&]() -> arrow::Status {
-    ARROW_ASSIGN_OR_RAISE(summary, ReadSummary(source.summary, stats));
-    if (summary->is_encryption_algorithm_set()) {
-      return arrow::Status::IOError("Parquet modular encryption is not supported");
-    }
-    BEGIN_PARQUET_CATCH_EXCEPTIONS
-    ARROW_ASSIGN_OR_RAISE(indexed, IndexedFiles(*summary, where));
-    END_PARQUET_CATCH_EXCEPTIONS
-    return arrow::Status::OK();
+    ARROW_ASSIGN_OR_RAISE(auto footer, FooterBytes(std::string_view(*index.bytes)));
+    ARROW_ASSIGN_OR_RAISE(index.skim, SkimFileMetaData(footer));
+    return IndexedFiles(where, &index);
   });
   if (!status.ok()) {
-    if (status.IsIOError() && status.message().find("Parquet") == std::string::npos) {
-      return WithContext(ExplainStorageError(status, where), "reading the dataset index");
-    }
     return WithContext(status, "dataset index '" + where + "' could not be read as Parquet");
   }
-  const std::string stale = StaleReason(source, indexed);
+  return index;
+}
+
+arrow::Status ListFromIndex(const DatasetIndex& index, ResolvedSource* source) {
+  if (!index.by_stoker) {
+    return arrow::Status::Invalid(
+        "dataset index '", source->summary.display, "' records no file sizes (", kIndexFilesKey,
+        "; another tool wrote it): index=\"trust\" needs them to check each file at its first "
+        "read; rewrite it with `stoker index --overwrite`, or pass index=\"use\"");
+  }
+  if (index.files.empty()) {
+    return arrow::Status::Invalid("dataset index '", source->summary.display,
+                                  "' lists no data file");
+  }
+  const auto& fs = source->summary.filesystem;
+  for (const auto& [name, file] : index.files) {
+    if (file.size < 0) {
+      return arrow::Status::Invalid("dataset index '", source->summary.display,
+                                    "' has row groups of '", name, "', which its ", kIndexFilesKey,
+                                    " list lacks");
+    }
+    arrow::fs::FileInfo info(source->root + "/" + name, arrow::fs::FileType::File);
+    info.set_size(file.size);
+    info.set_mtime(arrow::fs::TimePoint(std::chrono::nanoseconds(file.mtime_ns)));
+    source->files.push_back(ToSourceFile(fs, info));
+  }
+  // The listing's order: sorted paths (the map is sorted by relative path, which is the same
+  // order under one root).
+  return arrow::Status::OK();
+}
+
+arrow::Result<std::optional<std::vector<Footer>>> FootersFromIndex(DatasetIndex index,
+                                                                   const ResolvedSource& source,
+                                                                   IndexPolicy policy) {
+  const std::string& where = source.summary.display;
+  const std::string stale = source.listed ? StaleReason(source, index.files) : "";
   if (!stale.empty()) {
     if (policy == IndexPolicy::kFallback) return std::nullopt;
     return arrow::Status::Invalid(
@@ -175,23 +165,20 @@ arrow::Result<std::optional<std::vector<Footer>>> ReadSummaryFooters(const Resol
         "`, or pass index=\"fallback\" (read every footer while it is stale) or "
         "index=\"ignore\"");
   }
-  ARROW_ASSIGN_OR_RAISE(auto clean, WithoutFileList(summary));
-  summary.reset();
-  ARROW_ASSIGN_OR_RAISE(Footer shared, DescribeFooter(*clean));
+  // Each file's footer is cut out of the summary's bytes, never decoded whole (SummarySkim).
+  auto head = DecodeFooter(CutFooter(index.skim, {}, kIndexFilesKey));
+  if (!head.ok()) {
+    return WithContext(head.status(), "dataset index '" + where + "' could not be read as Parquet");
+  }
+  ARROW_ASSIGN_OR_RAISE(Footer shared, DescribeFooter(**head));
   std::vector<Footer> footers;
   footers.reserve(source.files.size());
-  auto made = CatchAll([&]() -> arrow::Status {
-    BEGIN_PARQUET_CATCH_EXCEPTIONS
-    for (const auto& file : source.files) {
-      Footer footer = shared;
-      const auto& row_groups = indexed[RelativeTo(source.root, file.path)].row_groups;
-      footer.serialized = clean->Subset(row_groups)->SerializeToString();
-      footers.push_back(std::move(footer));
-    }
-    END_PARQUET_CATCH_EXCEPTIONS
-    return arrow::Status::OK();
-  });
-  ARROW_RETURN_NOT_OK(WithContext(made, "dataset index '" + where + "'"));
+  for (const auto& file : source.files) {
+    Footer footer = shared;
+    const auto& row_groups = index.files[RelativeTo(source.root, file.path)].row_groups;
+    footer.serialized = CutFooter(index.skim, row_groups, kIndexFilesKey);
+    footers.push_back(std::move(footer));
+  }
   return footers;
 }
 

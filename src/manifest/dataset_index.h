@@ -1,15 +1,19 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
+#include <arrow/buffer.h>
 #include <arrow/result.h>
 
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "manifest/footer_reader.h"
 #include "manifest/source.h"
+#include "manifest/summary_skim.h"
 #include "stoker/options.h"
 #include "telemetry/stats.h"
 
@@ -20,15 +24,41 @@ namespace stoker {
 /// cannot hold and the stale check compares with the listing.
 inline constexpr char kIndexFilesKey[] = "stoker.index.files";
 
-/// The footers a directory's summary file gives its data files, in the order of
-/// `source.files`, after checking that the summary still matches the listing: every listed
-/// file in it and nothing else, each with the size and modification time `stoker index`
-/// recorded (a summary written by another tool: no file modified after it). A stale summary
-/// is an error naming the file (IndexPolicy::kUse) or nullopt (kFallback: read the footers).
-/// One read of the summary, counted in `stats`.
-arrow::Result<std::optional<std::vector<Footer>>> ReadSummaryFooters(const ResolvedSource& source,
-                                                                     IndexPolicy policy,
-                                                                     Stats* stats);
+/// A data file as a summary records it: its size and modification time when `stoker index`
+/// wrote the summary (-1 otherwise), and its row groups' indices in the summary.
+struct IndexedFile {
+  int64_t size = -1;
+  int64_t mtime_ns = -1;
+  std::vector<int> row_groups;
+};
+
+/// A directory's summary file, skimmed (not decoded): every data file's footer in one
+/// FileMetaData, and the files it describes by path relative to the directory.
+struct DatasetIndex {
+  /// The summary file's bytes, which `skim` points into.
+  std::shared_ptr<arrow::Buffer> bytes;
+  SummarySkim skim;
+  std::map<std::string, IndexedFile> files;
+  /// Whether `stoker index` wrote it (sizes and modification times recorded).
+  bool by_stoker = false;
+};
+
+/// Reads `source.summary` in one request (counted in `stats`) and skims it.
+arrow::Result<DatasetIndex> ReadDatasetIndex(const ResolvedSource& source, Stats* stats);
+
+/// Fills the files of a source that was not listed (`listed` false) from its index's file
+/// list, as a listing would have given them (sorted paths, sizes, mtimes). An index that
+/// `stoker index` did not write records no sizes: an error saying so.
+arrow::Status ListFromIndex(const DatasetIndex& index, ResolvedSource* source);
+
+/// The footers `index` gives the data files of `source`, in the order of `source.files`.
+/// For a listed source, first checks that the index still matches the listing: every
+/// listed file in it and nothing else, each with the size and modification time `stoker
+/// index` recorded (another tool's summary: no file modified after it). A stale index is an
+/// error naming the file (IndexPolicy::kUse) or nullopt (kFallback: read the footers).
+arrow::Result<std::optional<std::vector<Footer>>> FootersFromIndex(DatasetIndex index,
+                                                                   const ResolvedSource& source,
+                                                                   IndexPolicy policy);
 
 /// What WriteDatasetIndex wrote.
 struct IndexReport {

@@ -167,21 +167,39 @@ arrow::Result<ManifestFile> DescribeFile(const SourceFile& source, const Footer&
   return file;
 }
 
+// Each source's dataset index, read when `policy` allows and the directory has one; a source
+// that was not listed (IndexPolicy::kTrust) takes its files from it.
+arrow::Result<std::vector<std::optional<DatasetIndex>>> ReadIndexes(
+    std::vector<ResolvedSource>* resolved, IndexPolicy policy, Stats* stats) {
+  std::vector<std::optional<DatasetIndex>> indexes(resolved->size());
+  if (policy == IndexPolicy::kIgnore) return indexes;
+  for (size_t s = 0; s < resolved->size(); ++s) {
+    ResolvedSource& source = (*resolved)[s];
+    if (source.summary.path.empty()) continue;
+    ARROW_ASSIGN_OR_RAISE(indexes[s], ReadDatasetIndex(source, stats));
+    if (!source.listed) ARROW_RETURN_NOT_OK(ListFromIndex(*indexes[s], &source));
+  }
+  return indexes;
+}
+
 // The footers of the files `keep` marks (flat over the sources' files), source by source:
-// from the directory's summary file when it has a current one (and `index` allows; the summary
-// covers the whole listing, so it is read whole), otherwise read from each kept file alone.
+// from the source's index when it has a current one (the index covers the whole directory,
+// so it was read whole), otherwise read from each kept file alone.
 arrow::Result<std::vector<Footer>> GatherFooters(const std::vector<ResolvedSource>& resolved,
+                                                 std::vector<std::optional<DatasetIndex>> indexes,
                                                  const std::vector<bool>& keep,
                                                  const StorageOptions& storage, IndexPolicy index,
                                                  Stats* stats) {
   std::vector<Footer> footers;
   int64_t used = 0, stale = 0, opened = 0;
   size_t first = 0;  // flat index of the source's first file
-  for (const auto& source : resolved) {
+  for (size_t s = 0; s < resolved.size(); ++s) {
+    const ResolvedSource& source = resolved[s];
     const size_t count = source.files.size();
     std::optional<std::vector<Footer>> from_summary;
-    if (index != IndexPolicy::kIgnore && !source.summary.path.empty()) {
-      ARROW_ASSIGN_OR_RAISE(from_summary, ReadSummaryFooters(source, index, stats));
+    if (indexes[s].has_value()) {
+      ARROW_ASSIGN_OR_RAISE(from_summary, FootersFromIndex(std::move(*indexes[s]), source, index));
+      indexes[s].reset();
       ++(from_summary.has_value() ? used : stale);
     }
     if (from_summary.has_value()) {
@@ -241,20 +259,27 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
     return arrow::Status::Invalid("source: no file, directory or glob was given");
   }
   const auto started = Stats::Clock::now();
-  ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveSourceList(source_list, storage, retries));
+  ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveSourceList(source_list, storage, retries,
+                                                         index == IndexPolicy::kTrust));
+  ARROW_ASSIGN_OR_RAISE(auto indexes, ReadIndexes(&resolved, index, stats));
   ARROW_ASSIGN_OR_RAISE(auto partitions, ResolvePartitions(resolved, partitioning));
   size_t num_files = 0;
   for (const auto& source : resolved) num_files += source.files.size();
   ARROW_ASSIGN_OR_RAISE(auto keep, PruneByPartitions(partitions, num_files, filter, stats));
-  ARROW_ASSIGN_OR_RAISE(auto footers, GatherFooters(resolved, keep, storage, index, stats));
+  ARROW_ASSIGN_OR_RAISE(auto footers,
+                        GatherFooters(resolved, std::move(indexes), keep, storage, index, stats));
   if (stats != nullptr) stats->AddMetadataTime(Stats::Clock::now() - started);
   std::vector<SourceFile> sources;
+  std::vector<std::shared_ptr<const std::string>> trusted_indexes;  // parallel to sources
   std::vector<arrow::ScalarVector> partition_values;
   size_t flat = 0;
   for (auto& source : resolved) {
+    auto trusted =
+        source.listed ? nullptr : std::make_shared<const std::string>(source.summary.display);
     for (auto& file : source.files) {
       if (keep[flat]) {
         sources.push_back(std::move(file));
+        trusted_indexes.push_back(trusted);
         if (!partitions.empty()) partition_values.push_back(std::move(partitions.values[flat]));
       }
       ++flat;
@@ -282,6 +307,10 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
       // Datasets without partition columns keep the fingerprints they always had.
       for (const auto& value : partition_values[i]) fingerprint.Add(value->ToString());
       file.partition_values = std::move(partition_values[i]);
+    }
+    file.trusted_index = std::move(trusted_indexes[i]);
+    if (file.trusted_index != nullptr && manifest->identity_check_ == nullptr) {
+      manifest->identity_check_ = std::make_unique<IdentityCheck>(sources.size());
     }
     // Column metadata is decoded lazily and may throw (encrypted columns, corrupt footers).
     ARROW_RETURN_NOT_OK(

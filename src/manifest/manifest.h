@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "manifest/footer_cache.h"
+#include "manifest/identity_check.h"
 #include "manifest/source.h"
 #include "stoker/options.h"
 #include "stoker/partition_options.h"
@@ -35,6 +36,10 @@ struct ManifestFile {
   std::vector<std::vector<int>> column_leaves;
   /// The file's value of each partition column (parallel to Manifest::partition_schema()).
   arrow::ScalarVector partition_values;
+  /// The dataset index that gave this file's identity without a listing (IndexPolicy::kTrust):
+  /// the identity is checked at the file's first read (Manifest::VerifyFile). Null when a
+  /// listing gave it.
+  std::shared_ptr<const std::string> trusted_index;
 };
 
 /// The smallest piece of work the plan schedules: one row group.
@@ -78,6 +83,16 @@ class Manifest {
   arrow::Result<std::shared_ptr<parquet::FileMetaData>> FileMetadata(int32_t file) const {
     return footers_.Get(file, files_[file].footer);
   }
+  /// Completes OK once file `file` is known to be the one the manifest describes: at once
+  /// for a listed file; for one only a dataset index named (ManifestFile::trusted_index),
+  /// after one metadata request on `executor` at its first call, failing with an error
+  /// naming the file when it was rewritten or removed since (IdentityCheck).
+  arrow::Future<> VerifyFile(int32_t file, arrow::internal::Executor* executor,
+                             Stats* stats) const {
+    const auto& index = files_[file].trusted_index;
+    if (index == nullptr) return arrow::Future<>::MakeFinished();
+    return identity_check_->Verify(file, files_[file].source, *index, executor, stats);
+  }
   /// Non-empty row groups in dataset order (file order, then row-group order).
   const std::vector<Unit>& units() const { return units_; }
   /// The projected columns, in output order, as Arrow reads them.
@@ -109,6 +124,8 @@ class Manifest {
   int64_t num_rows_ = 0;
   std::string fingerprint_;
   FooterCache footers_;
+  /// Set when a file has a trusted_index.
+  std::unique_ptr<IdentityCheck> identity_check_;
 };
 
 /// Rejects `columns` when Parquet statistics prove a row group holds nulls in them (tensor

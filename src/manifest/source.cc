@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "stoker/error.h"
@@ -22,6 +23,8 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+}  // namespace
+
 SourceFile ToSourceFile(const std::shared_ptr<arrow::fs::FileSystem>& fs,
                         const arrow::fs::FileInfo& info) {
   SourceFile file;
@@ -36,8 +39,6 @@ SourceFile ToSourceFile(const std::shared_ptr<arrow::fs::FileSystem>& fs,
                 .count();
   return file;
 }
-
-}  // namespace
 
 std::string RelativeTo(const std::string& dir, const std::string& path) {
   std::string prefix = dir;
@@ -124,10 +125,29 @@ arrow::Result<ResolvedSource> ResolveDirectory(const std::string& source,
   return resolved;
 }
 
-// A file, or the *.parquet files under a directory.
+// A directory's summary file, looked up without listing the directory: `files` left empty
+// for the summary's own file list to fill. Nullopt when `path` holds no summary file.
+arrow::Result<std::optional<ResolvedSource>> ResolveBySummary(
+    const std::shared_ptr<arrow::fs::FileSystem>& fs, std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  ARROW_ASSIGN_OR_RAISE(auto info, fs->GetFileInfo(dir + "/" + kSummaryFileName));
+  if (info.type() != arrow::fs::FileType::File) return std::nullopt;
+  ResolvedSource resolved;
+  resolved.root = dir;
+  resolved.summary = ToSourceFile(fs, info);
+  resolved.listed = false;
+  return resolved;
+}
+
+// A file, or the *.parquet files under a directory (with `by_summary`, a directory's
+// summary file alone when it has one).
 arrow::Result<ResolvedSource> ResolvePath(const std::string& source,
                                           const std::shared_ptr<arrow::fs::FileSystem>& fs,
-                                          const std::string& path) {
+                                          const std::string& path, bool by_summary) {
+  if (by_summary) {
+    ARROW_ASSIGN_OR_RAISE(auto summary, ResolveBySummary(fs, path));
+    if (summary.has_value()) return std::move(*summary);
+  }
   ARROW_ASSIGN_OR_RAISE(auto info, fs->GetFileInfo(path));
   switch (info.type()) {
     case arrow::fs::FileType::File: {
@@ -143,7 +163,7 @@ arrow::Result<ResolvedSource> ResolvePath(const std::string& source,
 }
 
 arrow::Result<ResolvedSource> ResolveOne(const std::string& source, const StorageOptions& storage,
-                                         const RetryCounter& retries) {
+                                         const RetryCounter& retries, bool by_summary) {
   std::string location = source;
   if (!IsUri(source)) {
     location = std::filesystem::absolute(source).lexically_normal().string();
@@ -159,7 +179,7 @@ arrow::Result<ResolvedSource> ResolveOne(const std::string& source, const Storag
   std::string base_path;
   ARROW_ASSIGN_OR_RAISE(auto fs, OpenFileSystem(base, storage, retries, &base_path));
   if (glob) return ResolveGlob(source, location, base, fs, base_path);
-  return ResolvePath(source, fs, base_path);
+  return ResolvePath(source, fs, base_path, by_summary);
 }
 
 }  // namespace
@@ -178,12 +198,12 @@ bool IsHiddenPath(const std::string& relative_path) {
 
 arrow::Result<std::vector<ResolvedSource>> ResolveSourceList(
     const std::vector<std::string>& sources, const StorageOptions& storage,
-    const RetryCounter& retries) {
+    const RetryCounter& retries, bool by_summary) {
   // Errors that already name the source pass through; the store's own are explained.
   std::vector<ResolvedSource> all;
   std::set<std::string> seen;
   for (const auto& source : sources) {
-    auto resolved = ResolveOne(source, storage, retries);
+    auto resolved = ResolveOne(source, storage, retries, by_summary);
     if (!resolved.ok()) {
       const auto& status = resolved.status();
       if (status.message().find(source) != std::string::npos) return status;

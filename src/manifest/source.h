@@ -42,7 +42,14 @@ struct ResolvedSource {
   /// The directory (in its filesystem's terms, no trailing slash) when the source is one
   /// (the summary's file paths are relative to it); empty for files and globs.
   std::string root;
+  /// False when the directory was not listed (ResolveSourceList's `by_summary`): `files` is
+  /// empty until the summary's file list fills it.
+  bool listed = true;
 };
+
+/// The SourceFile `fs` describes with `info` (its display name, size and mtime in ns).
+SourceFile ToSourceFile(const std::shared_ptr<arrow::fs::FileSystem>& fs,
+                        const arrow::fs::FileInfo& info);
 
 /// `path` relative to the directory `dir` (both in one filesystem's terms); `path` itself
 /// when it is not below `dir`.
@@ -58,10 +65,12 @@ bool IsHiddenPath(const std::string& relative_path);
 /// each source's files in sorted path order, sources in the order given. Directories and
 /// globs skip hidden paths (IsHiddenPath); a file named explicitly is taken as it is. A
 /// missing path, an empty directory, a glob that matches nothing, or a file named twice is
-/// an error that names it.
+/// an error that names it. With `by_summary`, a directory holding a summary file is not
+/// listed: its source has the summary, `listed` false and no files yet (one metadata request
+/// instead of a listing; IndexPolicy::kTrust).
 arrow::Result<std::vector<ResolvedSource>> ResolveSourceList(
     const std::vector<std::string>& sources, const StorageOptions& storage = {},
-    const RetryCounter& retries = nullptr);
+    const RetryCounter& retries = nullptr, bool by_summary = false);
 
 /// ResolveSourceList's data files, all sources together.
 arrow::Result<std::vector<SourceFile>> ResolveSources(const std::vector<std::string>& sources,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fuzz_targets.h"
+#include "manifest/summary_skim.h"
 #include "memory_filesystem.h"
 
 namespace stoker::fuzz {
@@ -65,6 +66,26 @@ TEST(FuzzRegressions, FilterInputs) { Replay(kRegressions / "filter", FilterInpu
 TEST(FuzzRegressions, TicketInputs) { Replay(kRegressions / "ticket", TicketInput); }
 TEST(FuzzRegressions, TransformInputs) { Replay(kRegressions / "transform", TransformInput); }
 TEST(FuzzRegressions, CodecInputs) { EXPECT_GT(Replay(kRegressions / "codec", CodecInput), 0u); }
+
+TEST(FuzzRegressions, SummaryInputs) {
+  EXPECT_GT(Replay(kRegressions / "summary", SummaryInput), 0u);
+}
+
+// The footers of the parquet-testing corpus (written by parquet-mr as Spark writes them,
+// parquet-cpp, Impala, ...) through the summary skimmer: each cut must decode as Parquet
+// decodes the original.
+TEST(FuzzRegressions, SummarySkimOfCorpusFooters) {
+  size_t skimmed = 0;
+  for (const auto& file : FilesUnder(kSourceDir / "tests" / "data" / "parquet-testing")) {
+    SCOPED_TRACE(file.string());
+    const std::string bytes = ReadAll(file);
+    auto footer = FooterBytes(bytes);
+    if (!footer.ok()) continue;
+    EXPECT_EQ(SummaryInput(reinterpret_cast<const uint8_t*>(footer->data()), footer->size()), 0);
+    ++skimmed;
+  }
+  EXPECT_GT(skimmed, 50u);
+}
 
 // The parquet fuzz target's seeds: valid files of every encoding and the known-bad ones.
 TEST(FuzzRegressions, ParquetTestingCorpus) {

@@ -25,5 +25,8 @@ int TransformInput(const uint8_t* data, size_t size);
 /// The bytes as one encoded value (ndarray, compressed ndarray, png, jpeg; the first byte picks
 /// the codec, shape and dtype) decoded by the workers' ColumnDecoder.
 int CodecInput(const uint8_t* data, size_t size);
+/// The bytes as a summary file's footer (Thrift compact FileMetaData): skimmed and cut file
+/// by file (manifest/summary_skim.h); the cuts must decode as Parquet decodes the original.
+int SummaryInput(const uint8_t* data, size_t size);
 
 }  // namespace stoker::fuzz

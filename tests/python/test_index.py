@@ -1,7 +1,8 @@
 """The dataset index: a directory's Parquet summary file `_metadata` (written by pyarrow's
 write_metadata, Dask, or `stoker index`) builds the same manifest as the footers do (same
 fingerprint, plan and batches) from one read, and an index that no longer matches the files
-(a file added, removed, rewritten) is caught, naming the file."""
+(a file added, removed, rewritten) is caught, naming the file. With index="trust" the index
+alone defines the files (no listing) and each file is checked at its first read."""
 
 from __future__ import annotations
 
@@ -148,8 +149,134 @@ def test_fallback_reads_the_footers_and_ignore_never_reads_the_index(dataset: Pa
     got, loader = epoch(dataset, index="fallback")
     assert_same_batches(got, expected)
     assert (loader.stats()["index_used"], loader.stats()["index_stale"]) == (0, 1)
-    with pytest.raises(ValueError, match="index must be 'use', 'fallback' or 'ignore'"):
+    with pytest.raises(ValueError, match="index must be 'use', 'fallback', 'ignore' or 'trust'"):
         stoker.Loader(dataset, index="rebuild", **KW)
+
+
+def files_with_rows(loader: stoker.Loader) -> int:
+    """Files with rows: those a loader reads (and, trusting an index, checks)."""
+    return sum(1 for f in loader.files if pq.read_metadata(f).num_rows > 0)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {},
+    {"columns": ["I3", "label"]},
+    {"filter": pc.field("I1") > 50, "columns": ["row_id", "I1"]},
+    {"world_size": 3, "rank": 2, "shuffle": False},
+    {"output": "arrow", "with_row_origin": True},
+])
+def test_trust_lists_nothing_and_gives_the_footers_batches(dataset: Path, kwargs: dict) -> None:
+    cli(["index", str(dataset)])
+    footers, plain = epoch(dataset, index="ignore", **kwargs)
+    trusted, loader = epoch(dataset, index="trust", **kwargs)
+    assert identity(loader) == identity(plain)
+    assert_same_batches(trusted, footers)
+    assert loader.stats()["index_used"] == 1
+
+
+def test_trust_reads_the_index_then_checks_each_file_once(dataset: Path) -> None:
+    cli(["index", str(dataset)])
+    loader = stoker.Loader(dataset, index="trust", **KW)
+    assert loader.stats()["metadata_requests"] == 1  # the index; no listing, no footer
+    for _ in range(2):
+        list(loader)
+    # Then one check per file read (the empty file has none to read), at its first read only.
+    assert loader.stats()["metadata_requests"] == 1 + files_with_rows(loader)
+
+
+def test_trust_resumes_the_footers_epoch(dataset: Path) -> None:
+    cli(["index", str(dataset)])
+    plain = stoker.Loader(dataset, index="ignore", **KW)
+    it = iter(plain)
+    [next(it) for _ in range(4)]
+    state = plain.state_dict()
+    rest_footers = list(it)
+    resumed = stoker.Loader(dataset, index="trust", **KW)
+    resumed.load_state_dict(state)
+    assert_same_batches(list(resumed), rest_footers)
+
+
+def _trusted_until_error(dataset: Path, **kwargs) -> tuple[list, BaseException, list]:
+    """Batches a trusting loader delivers before it fails (with their row origins)."""
+    loader = stoker.Loader(dataset, index="trust", output="arrow", with_row_origin=True,
+                           **{**KW, **kwargs})
+    got = []
+    with pytest.raises((ValueError, FileNotFoundError)) as caught:
+        got.extend(loader)  # keeps the batches delivered before the error
+    return got, caught.value, loader.files
+
+
+def _never_delivered(got: list, files: list, name: str) -> None:
+    """No delivered row came from the file called `name`."""
+    index = next(i for i, f in enumerate(files) if f.endswith(name))
+    for batch in got:
+        assert index not in batch.column("_file_index").to_pylist()
+
+
+def test_trust_catches_a_rewritten_file_before_its_rows(dataset: Path) -> None:
+    cli(["index", str(dataset)])
+    time.sleep(0.01)
+    target = dataset / "day=1" / "part-00002.parquet"
+    table = pq.read_table(target)
+    pq.write_table(table.slice(0, table.num_rows - 1), target)
+    got, error, files = _trusted_until_error(dataset)
+    assert "day=1/part-00002.parquet' was rewritten" in str(error)
+    assert "stoker index --overwrite" in str(error)
+    _never_delivered(got, files, "day=1/part-00002.parquet")
+
+
+def test_trust_catches_a_same_size_rewrite_by_its_mtime(dataset: Path) -> None:
+    cli(["index", str(dataset)])
+    target = dataset / "day=1" / "part-00000.parquet"
+    stat = target.stat()
+    os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    got, error, files = _trusted_until_error(dataset)
+    assert "day=1/part-00000.parquet' was rewritten" in str(error)
+    _never_delivered(got, files, "day=1/part-00000.parquet")
+
+
+def test_trust_catches_a_removed_file_before_its_rows(dataset: Path) -> None:
+    cli(["index", str(dataset)])
+    (dataset / "day=1" / "part-00001.parquet").unlink()
+    got, error, files = _trusted_until_error(dataset)
+    assert isinstance(error, FileNotFoundError)
+    assert "day=1/part-00001.parquet' is in the dataset index" in str(error)
+    assert "removed" in str(error)
+    _never_delivered(got, files, "day=1/part-00001.parquet")
+
+
+def test_trust_checks_files_the_cache_serves(dataset: Path, tmp_path: Path) -> None:
+    cli(["index", str(dataset)])
+    cache = {"cache_dir": str(tmp_path / "cache")}
+    epoch(dataset, index="trust", **cache)  # fills the cache
+    time.sleep(0.01)
+    target = dataset / "day=2" / "part-00000.parquet"
+    table = pq.read_table(target)
+    pq.write_table(table.slice(1), target)
+    got, error, files = _trusted_until_error(dataset, **cache)
+    assert "day=2/part-00000.parquet' was rewritten" in str(error)
+    _never_delivered(got, files, "day=2/part-00000.parquet")
+
+
+def test_trust_does_not_see_a_file_added_after_the_index(dataset: Path) -> None:
+    """Documented: without a listing, the index defines the files."""
+    cli(["index", str(dataset)])
+    before, _ = epoch(dataset, index="trust")
+    shutil.copy(dataset / "day=1" / "part-00000.parquet", dataset / "day=2" / "late.parquet")
+    after, loader = epoch(dataset, index="trust")
+    assert not any(f.endswith("late.parquet") for f in loader.files)
+    assert_same_batches(after, before)
+    _stale_error(dataset)  # the default mode still catches it
+
+
+def test_trust_needs_an_index_stoker_wrote(dataset: Path) -> None:
+    expected, _ = epoch(dataset, index="ignore")
+    got, loader = epoch(dataset, index="trust")  # no index: listed and read as with "use"
+    assert loader.stats()["index_used"] == 0
+    assert_same_batches(got, expected)
+    write_pyarrow_summary(dataset)
+    with pytest.raises(ValueError, match="records no file sizes.*stoker index --overwrite"):
+        stoker.Loader(dataset, index="trust", **KW)
 
 
 def test_stoker_index_refuses_to_replace_an_index_without_overwrite(dataset: Path,
@@ -226,11 +353,23 @@ def test_on_s3_one_listing_and_one_read_give_the_footers_batches(dataset: Path) 
         # Startup: what the source is (a HEAD and a one-key listing), one listing page, the
         # index; then data reads only.
         assert proxy.requests - before == 2 + 1 + 1 + stats["requests"]
-        # A file rewritten on the store is caught.
+        # Trusting the index: no listing, a HEAD of `_metadata` and its read, then the data
+        # reads and one HEAD per file read.
+        before = proxy.requests
+        trusted, loader = epoch("s3://data/ds/", index="trust", storage_options=storage)
+        assert identity(loader) == identity(plain)
+        assert_same_batches(trusted, footers)
+        stats = loader.stats()
+        assert stats["metadata_requests"] == 1 + 5
+        assert proxy.requests - before == 1 + stats["metadata_requests"] + stats["requests"]
+        # A file rewritten on the store is caught, listing it or not.
         pafs.copy_files(str(dataset / "day=1" / "part-00000.parquet"),
                         "data/ds/day=2/part-00000.parquet", destination_filesystem=fs)
-        with pytest.raises(ValueError, match=r"s3://data/ds/day=2/part-00000.parquet' was rewritten"):
+        rewritten = r"s3://data/ds/day=2/part-00000.parquet' was rewritten"
+        with pytest.raises(ValueError, match=rewritten):
             stoker.Loader("s3://data/ds/", storage_options=storage, **KW)
+        with pytest.raises(ValueError, match=rewritten):
+            epoch("s3://data/ds/", index="trust", storage_options=storage)
     finally:
         proxy.stop()
         server.stop()

@@ -46,6 +46,25 @@ def test_same_batches_for_1_2_and_8_threads(criteo: Path, shuffle: bool) -> None
     assert_same_batches(runs[0], runs[2])
 
 
+def test_same_batches_whatever_the_threads_read_windows_in(criteo: Path) -> None:
+    """The next batch's window is read first and the lookahead after it: which threads fetch
+    and decode, and when the lookahead starts, never change a batch (nor a resume)."""
+    def loader(threads: int, io_threads: int) -> stoker.Loader:
+        return stoker.Loader(criteo, columns=COLUMNS, batch_size=700, seed=5,
+                             shuffle_window=3000, num_threads=threads,
+                             storage_options={"io_threads": io_threads})
+
+    expected = epoch(loader(1, 1))
+    for threads, io_threads in ((2, 16), (8, 3)):
+        assert_same_batches(epoch(loader(threads, io_threads)), expected)
+    first = loader(1, 1)
+    it = iter(first)
+    [next(it) for _ in range(5)]
+    resumed = loader(8, 3)
+    resumed.load_state_dict(first.state_dict())
+    assert_same_batches(epoch(resumed), expected[5:])
+
+
 def test_same_seed_same_run_other_seed_or_epoch_other_order(criteo: Path) -> None:
     def ids(seed: int, epoch_index: int = 0) -> np.ndarray:
         loader = stoker.Loader(criteo, columns=["row_id"], batch_size=512, seed=seed)
