@@ -248,6 +248,7 @@ def _ray_prepare(spec: Spec) -> None:
     import ray
 
     ray.init(
+        address="local",  # a Ray of its own, never a cluster another process left running
         num_cpus=os.cpu_count(),
         include_dashboard=False,
         log_to_driver=False,
