@@ -3,9 +3,12 @@ small files on an S3-compatible server (moto, on loopback) behind a proxy that a
 delay to every request, with and without the dataset index (`_metadata`, written by `stoker
 index`), from a cold start and from a resume. Every measurement runs in a fresh process (a
 new S3 client, as a restarted rank has); the proxy counts every request that process makes
-(listing, HEAD, GET) until its first batch.
+(listing, HEAD, GET) until its first batch. --index picks the modes: "trust" (the index
+defines the files: no listing, each file checked at its first read), "use" (listing, compared
+with the index), "ignore" (listing, every footer read).
 
-    python benchmarks/startup.py [--files 2000 20000] [--latency-ms 20] [--workdir /tmp/...]
+    python benchmarks/startup.py [--files 2000 20000] [--index trust use ignore]
+                                 [--latency-ms 20] [--workdir /tmp/...]
     python benchmarks/startup.py --sweep [--latency-ms 20]
 
 Datasets are generated under --workdir once (files of --row-groups row groups of
@@ -91,6 +94,7 @@ def child(spec: dict) -> None:
         state = loader.state_dict()
     del it
     print(json.dumps({"loader_s": built - started, "first_batch_s": first - started,
+                      "metadata_s": stats["metadata_seconds"],
                       "metadata_requests": stats["metadata_requests"],
                       "data_requests": stats["requests"], "index_used": stats["index_used"],
                       "row_groups": loader.dataset_info()["row_groups"], "state": state}))
@@ -132,6 +136,8 @@ def main() -> None:
     parser.add_argument("--files", type=int, nargs="+", default=[2000, 20000])
     parser.add_argument("--row-groups", type=int, default=4)
     parser.add_argument("--rows-per-group", type=int, default=250)
+    parser.add_argument("--index", nargs="+", default=["trust", "use", "ignore"],
+                        choices=["trust", "use", "ignore"])
     parser.add_argument("--latency-ms", type=float, default=20)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/stoker-startup"))
     parser.add_argument("--sweep", action="store_true",
@@ -176,14 +182,14 @@ def main() -> None:
                   f"{footers_s:.1f} s", file=sys.stderr)
             state = run_child({"source": source, "index": "use", "save_state": True,
                                "storage": storage(server.endpoint)})["state"]
-            for index in ("use", "ignore"):
+            for index in args.index:
                 for start in ("cold", "resume"):
                     before = proxy.requests
                     result = run_child({"source": source, "index": index,
                                         "storage": storage(proxy.endpoint),
                                         "state": state if start == "resume" else None})
-                    result.update(files=files, index=index == "use", start=start,
-                                  requests=proxy.requests - before)
+                    result.update(files=files, index=index, start=start,
+                                  requests=proxy.requests - before, load=os.getloadavg()[0])
                     result.pop("state")
                     rows.append(result)
                     print(json.dumps(result), file=sys.stderr)
@@ -193,12 +199,13 @@ def main() -> None:
     print(f"\n{args.latency_ms:g} ms added per request; batch_size {BATCH_SIZE}; "
           f"{args.row_groups} row groups of {args.rows_per_group} rows per file; default "
           f"shuffle window, io_threads and metadata_threads\n")
-    print("| files | index | start | Loader() s | first batch s | requests | metadata | data |")
-    print("|---:|---|---|---:|---:|---:|---:|---:|")
+    print("| files | index | start | Loader() s | of it, metadata s | first batch s | requests "
+          "| metadata | data | load |")
+    print("|---:|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        print(f"| {r['files']:,} | {'yes' if r['index'] else 'no'} | {r['start']} | "
-              f"{r['loader_s']:.2f} | {r['first_batch_s']:.2f} | {r['requests']:,} | "
-              f"{r['metadata_requests']:,} | {r['data_requests']:,} |")
+        print(f"| {r['files']:,} | {r['index']} | {r['start']} | {r['loader_s']:.2f} | "
+              f"{r['metadata_s']:.2f} | {r['first_batch_s']:.2f} | {r['requests']:,} | "
+              f"{r['metadata_requests']:,} | {r['data_requests']:,} | {r['load']:.1f} |")
 
 
 if __name__ == "__main__":
