@@ -7,8 +7,10 @@ realized proportions of a weighted 3-source mixture against its weights (docs/mi
 Writes three criteo-preset datasets of 50%, 30% and 20% of --rows (once; kept in --dir). The
 overhead: one epoch of ``Mixture`` of the three sources without weights (each read once: the
 same rows) against one epoch of ``Loader([a, b, c])``, alternating, each loader built before
-its clock starts, the median rows/s of --repeats epochs each after one warm-up epoch. The
-proportions: one epoch of the three at weights 0.5/0.3/0.2 with epoch_rows = --rows, rows
+its clock starts, the median rows/s of --repeats epochs each after one warm-up epoch; and
+the median CPU seconds the process spent on each epoch (every thread's, user + system): on a
+shared machine, whose other loads take wall-clock time from either loader at random, the
+CPU an epoch costs is the steadier figure. The proportions: one epoch of the three at weights 0.5/0.3/0.2 with epoch_rows = --rows, rows
 per source against the weights, in binomial standard deviations.
 """
 
@@ -40,13 +42,14 @@ def write_sources(root: Path, rows: int) -> list[Path]:
     return paths
 
 
-def epoch_rate(loader) -> float:
-    """Rows per second of one epoch of `loader` (the consumer touches each batch's rows)."""
+def epoch_rate(loader) -> tuple[float, float]:
+    """Rows per second of one epoch of `loader` (the consumer touches each batch's rows) and
+    the CPU seconds the process spent on it."""
     rows = 0
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     for batch in loader:
         rows += len(batch["label"])
-    return rows / (time.perf_counter() - started)
+    return rows / (time.perf_counter() - started), time.process_time() - cpu
 
 
 def overhead(paths: list[Path], options: dict, repeats: int) -> dict:
@@ -58,6 +61,7 @@ def overhead(paths: list[Path], options: dict, repeats: int) -> dict:
                                              for p, n in zip(paths, NAMES)]), **options)
 
     rates: dict[str, list[float]] = {"single": [], "mixture": []}
+    cpu: dict[str, list[float]] = {"single": [], "mixture": []}
     makers = {"single": single, "mixture": mixture}
     for name, make in makers.items():  # warm-up: page cache, allocator
         epoch_rate(make())
@@ -65,12 +69,19 @@ def overhead(paths: list[Path], options: dict, repeats: int) -> dict:
         order = ["single", "mixture"] if i % 2 == 0 else ["mixture", "single"]
         for name in order:
             loader = makers[name]()
-            rates[name].append(epoch_rate(loader))
+            rate, seconds = epoch_rate(loader)
+            rates[name].append(rate)
+            cpu[name].append(seconds)
     single_rate = statistics.median(rates["single"])
     mixture_rate = statistics.median(rates["mixture"])
+    single_cpu = statistics.median(cpu["single"])
+    mixture_cpu = statistics.median(cpu["mixture"])
     return {"single_rows_per_s": rates["single"], "mixture_rows_per_s": rates["mixture"],
             "single_median": single_rate, "mixture_median": mixture_rate,
-            "overhead": 1 - mixture_rate / single_rate}
+            "overhead": 1 - mixture_rate / single_rate,
+            "single_cpu_seconds": cpu["single"], "mixture_cpu_seconds": cpu["mixture"],
+            "single_cpu_median": single_cpu, "mixture_cpu_median": mixture_cpu,
+            "cpu_overhead": mixture_cpu / single_cpu - 1}
 
 
 def proportions(paths: list[Path], options: dict, rows: int) -> list[dict]:
@@ -113,7 +124,7 @@ def main() -> None:
     options = {"batch_size": args.batch_size, "seed": 11, "num_threads": args.threads}
     cost = overhead(paths, options, args.repeats)
     table = proportions(paths, options, args.rows)
-    load = os.getloadavg()
+    load = os.getloadavg()  # over the last 1, 5 and 15 minutes: the run's, mostly
 
     print(f"{args.rows:,} criteo rows in 3 sources (50/30/20%), batch_size {args.batch_size}, "
           f"num_threads {args.threads or 'default'}, load average {load[0]:.2f}")
@@ -123,6 +134,12 @@ def main() -> None:
         runs = ", ".join(f"{r / 1e6:.2f}M" for r in cost[f"{name}_rows_per_s"])
         print(f"| {name} | {cost[f'{name}_median'] / 1e6:.2f}M | {runs} |")
     print(f"overhead of the mixture: {cost['overhead'] * 100:+.1f}% (target <= 5%)")
+    print(f"| loader | CPU s per epoch (median of {args.repeats}) | runs |")
+    print("| --- | ---: | --- |")
+    for name in ("single", "mixture"):
+        runs = ", ".join(f"{c:.2f}" for c in cost[f"{name}_cpu_seconds"])
+        print(f"| {name} | {cost[f'{name}_cpu_median']:.2f} | {runs} |")
+    print(f"CPU the mixture costs beyond one Loader: {cost['cpu_overhead'] * 100:+.1f}%")
     print()
     print("| source | weight | expected rows | realized rows | proportion | deviation (sigma) "
           "| per-batch share std | binomial std |")

@@ -1,22 +1,21 @@
 """``stoker.Loader(stoker.Mixture(...))``: several sources read as one dataset. Each source is
 an engine Loader of its own (its columns, renames, filter, transforms); the mixture plan
 (``_core.MixturePlan``, src/plan/mixture_plan.h) says which source fills each position of an
-epoch; a rank reads its positions' rows from each source's stream (_source_stream.py) as
-zero-copy Arrow slices and gathers them into one batch per step (docs/mixtures.md)."""
+epoch; the engine reads a rank's positions' rows from each source's stream and gathers them
+into one batch per step, ahead of the consumer (``_core.MixtureReader``,
+src/exec/mixture_stream.h; docs/mixtures.md)."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from stoker import _core, _cursor, _frameworks, _loader, _mixture, _options, _state
-from stoker._source_stream import SourceStream
 
 _DEFAULTS = _options.LOADER_DEFAULTS
 
@@ -79,9 +78,13 @@ class MixtureLoader(_cursor.EpochLoader):
         self._mixture, self._output = mixture, output
         self._batch_size, self._drop_last = batch_size, drop_last
         self._rank, self._world_size = rank, world_size
+        # The sources' engines check and stage their units for the mixture's output: tensor
+        # output refuses nulls up front, so their records carry no validity flags (arrow
+        # output's do, which measured about 40% more engine work on criteo data).
+        engine_output = "arrow" if output == "arrow" else "numpy"
         shared = {"batch_size": batch_size, "shuffle": shuffle,
                   "shuffle_window": shuffle_window, "num_threads": num_threads,
-                  "prefetch": prefetch, "output": "arrow", "cache_dir": cache_dir,
+                  "prefetch": prefetch, "output": engine_output, "cache_dir": cache_dir,
                   "cache_limit_bytes": cache_limit_bytes, "cache_policy": cache_policy}
         self._sources = [_source_loader(source, i, seed, storage_options, index, shared)
                          for i, source in enumerate(mixture.sources)]
@@ -90,17 +93,15 @@ class MixtureLoader(_cursor.EpochLoader):
         source_rows = mixture.source_rows(passes, batch_size, seed)
         self._plan = _core.MixturePlan(source_rows, batch_size if mixture.stratified else 0,
                                        seed)
-        self._schema, conversions = _output_schema(mixture.sources, self._sources)
-        self._ragged = _ragged(mixture.sources, configs)
-        self._streams_args = [(loader._core, config["rows"], conversion) for loader, config,
-                              conversion in zip(self._sources, configs, conversions)]
+        self._schema = _output_schema(mixture.sources, self._sources)
+        _check_ragged(mixture.sources, configs)
         # Where epoch e starts in each source's stream: e times the whole source epochs an
         # epoch draws from, so every epoch starts a fresh source epoch (a downsampled source
         # gives each epoch another part; no row repeats within an epoch unless upsampled).
-        self._strides = [-(-rows // config["rows"]) * config["rows"]
-                         for rows, config in zip(self._plan.source_rows, configs)]
-        self._delivered = [0] * len(self._sources)  # rows per source, over the loader's life
-        self._batches = 0
+        strides = [-(-rows // config["rows"]) * config["rows"]
+                   for rows, config in zip(self._plan.source_rows, configs)]
+        self._reader = _core.MixtureReader([loader._core for loader in self._sources],
+                                           self._plan, strides, batch_size, drop_last, output)
         identity = _state.identity(_mixture_config(self, seed, shuffle, shuffle_window,
                                                    configs))
         self._cursor = _cursor.EpochCursor(identity, rank, world_size)
@@ -142,19 +143,8 @@ class MixtureLoader(_cursor.EpochLoader):
         segments = _core.rank_segments(self._plan.epoch_rows,
                                        [tuple(r) for r in progress.rounds],
                                        self._world_size, self._rank)
-        return _MixtureEpoch(self, progress, segments)
-
-    def _convert(self) -> Callable[[Any], Any]:
-        """What a gathered batch becomes: Arrow capsules into a pyarrow.RecordBatch; the
-        tensors ``gather_slices`` made are delivered as they are."""
-        if self._output == "arrow":
-            return lambda capsules: pa.record_batch(_loader._CapsuleBatch(capsules))
-        return lambda batch: batch
-
-    def _count_delivered(self, counts: list[int]) -> None:
-        for s, rows in enumerate(counts):
-            self._delivered[s] += rows
-        self._batches += 1
+        epoch = self._reader.start_epoch(progress.epoch, segments)
+        return _loader._EpochIterator(epoch, self._output, progress, None, 0)
 
     def stats(self) -> dict[str, Any]:
         """``rows`` and ``batches`` delivered over the loader's life, ``rows_per_source`` (the
@@ -163,103 +153,18 @@ class MixtureLoader(_cursor.EpochLoader):
         (whose ``rows`` count what the engine assembled, read-ahead included)."""
         sources = []
         for source, loader, rows, delivered in zip(self._mixture.sources, self._sources,
-                                                   self._plan.source_rows, self._delivered):
+                                                   self._plan.source_rows,
+                                                   self._reader.rows_delivered()):
             sources.append({"name": source.name, "weight": source.weight,
                             "repeat": source.repeat, "rows_per_epoch": rows,
                             "rows_delivered": delivered, "engine": loader.stats()})
         return {
-            "rows": sum(self._delivered),
-            "batches": self._batches,
+            "rows": sum(s["rows_delivered"] for s in sources),
+            "batches": self._reader.batches_delivered(),
             "epoch_rows": self._plan.epoch_rows,
             "rows_per_source": {s["name"]: s["rows_delivered"] for s in sources},
             "sources": sources,
         }
-
-
-class _MixtureEpoch(_cursor.EpochIterator):
-    """One epoch of a mixture for one rank: walks the rank's segments of the epoch's
-    positions, a batch at a time; for each stretch it counts the positions each source fills
-    (from the plan's block of sources) and takes that many rows from the source's stream,
-    where the source's rows before that position say (``rows_before``: recomputed at each
-    segment's start, then carried)."""
-
-    def __init__(self, loader: MixtureLoader, progress: _cursor.Progress,
-                 segments: list[tuple[int, int]]) -> None:
-        rows = sum(end - begin for begin, end in segments)
-        super().__init__(progress,
-                         _state.batches_of(rows, loader._batch_size, loader._drop_last))
-        self._loader, self._plan, self._epoch = loader, loader._plan, progress.epoch
-        self._strides = loader._strides
-        self._segments, self._segment = segments, 0
-        self._position = segments[0][0] if segments else 0
-        self._before: list[int] | None = None  # rows of each source before self._position
-        self._left = len(self)  # batches still to deliver
-        self._rows_left = rows
-        self._block, self._block_sources = -1, np.zeros(0, np.uint8)
-        self._streams = [SourceStream(*args) for args in loader._streams_args]
-        self._convert = loader._convert()
-        self._pid = os.getpid()
-        _loader._live_epochs.add(self)  # closed at interpreter exit, as a Loader's epochs
-
-    def _pull(self) -> tuple[int, Any] | None:
-        if os.getpid() != self._pid:
-            raise RuntimeError(
-                f"this mixture epoch was started in process {self._pid} and read after a fork "
-                f"in process {os.getpid()}: its sources' worker threads exist only in the "
-                f"parent. Start a new iter(loader) in the child")
-        if self._left == 0:
-            return None
-        self._left -= 1
-        need = min(self._loader._batch_size, self._rows_left)
-        self._rows_left -= need
-        pieces: list[list[tuple[Any, int, int]]] = [[] for _ in self._streams]
-        counts = [0] * len(self._streams)
-        while need > 0:
-            end = self._segments[self._segment][1]
-            if self._before is None:
-                self._before = self._plan.rows_before(self._epoch, self._position)
-            n = min(need, end - self._position)
-            for s, count in enumerate(self._count_sources(self._position, n)):
-                if count:
-                    start = self._epoch * self._strides[s] + self._before[s]
-                    pieces[s].extend(self._streams[s].take(start, count))
-                    self._before[s] += count
-                    counts[s] += count
-            self._position += n
-            need -= n
-            if self._position == end and self._segment + 1 < len(self._segments):
-                self._segment += 1
-                self._position, self._before = self._segments[self._segment][0], None
-        batch = _core.gather_slices([piece for source in pieces for piece in source],
-                                    self._loader._output, self._loader._ragged)
-        self._loader._count_delivered(counts)
-        return sum(counts), self._convert(batch)
-
-    def _count_sources(self, position: int, n: int) -> list[int]:
-        """Positions each source fills in [position, position + n)."""
-        counts = np.zeros(len(self._streams), np.int64)
-        block_rows = self._plan.block_rows
-        while n > 0:
-            block, offset = divmod(position, block_rows)
-            if block != self._block:
-                self._block = block
-                self._block_sources = np.frombuffer(
-                    self._plan.block_sources(self._epoch, block), np.uint8)
-            m = min(n, len(self._block_sources) - offset)
-            counts += np.bincount(self._block_sources[offset:offset + m],
-                                  minlength=len(counts))
-            position += m
-            n -= m
-        return counts.tolist()
-
-    def _release(self) -> None:
-        if getattr(self, "_pid", None) != os.getpid():
-            return  # not started, or the engine epochs are the parent's
-        for stream in self._streams:
-            stream.close()
-
-    def __del__(self) -> None:
-        self.close()
 
 
 def _check_other_options(others: dict[str, Any]) -> None:
@@ -306,13 +211,11 @@ def _passes(sources: list[_mixture.Source], configs: list[dict[str, Any]]) -> li
     return passes
 
 
-def _output_schema(sources: list[_mixture.Source], loaders: list[_loader.Loader]
-                   ) -> tuple[pa.Schema, list[list[str]]]:
-    """The mixture's output schema (the first source's) and, per source, the output's column
-    names when the source gives them in another order (else []: its batches fit as they
-    are). Missing, extra or differently typed columns are errors naming source and column."""
+def _output_schema(sources: list[_mixture.Source], loaders: list[_loader.Loader]) -> pa.Schema:
+    """The mixture's output schema: the first source's (the engine takes the others' columns
+    in its order). Missing, extra or differently typed columns are errors naming source and
+    column."""
     first, target = sources[0].name, loaders[0].schema
-    conversions: list[list[str]] = [[]]
     for source, loader in zip(sources[1:], loaders[1:]):
         schema = loader.schema
         for field in target:
@@ -331,18 +234,16 @@ def _output_schema(sources: list[_mixture.Source], loaders: list[_loader.Loader]
         if extra:
             raise ValueError(f"mixture source {source.name!r} has columns {extra} that source "
                              f"{first!r} does not give: select the shared ones with columns=")
-        conversions.append([] if schema.names == target.names else target.names)
-    return target, conversions
+    return target
 
 
-def _ragged(sources: list[_mixture.Source], configs: list[dict[str, Any]]) -> list[str]:
+def _check_ragged(sources: list[_mixture.Source], configs: list[dict[str, Any]]) -> None:
     ragged = sorted(configs[0].get("ragged", []))
     for source, config in zip(sources[1:], configs[1:]):
         if sorted(config.get("ragged", [])) != ragged:
             raise ValueError(f"mixture source {source.name!r}: its ragged columns "
                              f"{sorted(config.get('ragged', []))} differ from source "
                              f"{sources[0].name!r}'s {ragged}")
-    return list(configs[0].get("ragged", []))
 
 
 def _mixture_config(loader: MixtureLoader, seed: int, shuffle: bool,

@@ -72,6 +72,12 @@ std::shared_ptr<arrow::RecordBatch> ImportBatch(nb::handle batch);
 nb::dict ToTensors(const arrow::RecordBatch& batch, Output output,
                    const std::vector<std::string>& ragged);
 
+/// `stream` as the stoker._core.Epoch Python iterates (bound in loader.cc): batches delivered
+/// as `output` (`ragged` columns as values + offsets), the disk cache warnings of `loaders`
+/// raised as they come. The loaders are kept alive as long as the epoch.
+nb::object WrapEpoch(std::unique_ptr<BatchStream> stream, Output output,
+                     std::vector<std::string> ragged, std::vector<std::shared_ptr<Loader>> loaders);
+
 /// A CPU budget as a dict: affinity, cgroup_quota (None: none), cpus, ranks_per_node,
 /// ranks_from (None: no launcher variable), threads.
 nb::dict CpuBudgetDict(const CpuBudget& budget);
@@ -100,6 +106,7 @@ void BindTransformOps(nb::module_& m);  // transform_ops.cc: transform_ops
 void BindFaultProbe(nb::module_& m);    // fault_probe.cc: FaultProbe
 void BindTrace(nb::module_& m);         // trace.cc: TraceRing
 void BindIndex(nb::module_& m);         // index.cc: write_index
-void BindMixture(nb::module_& m);       // mixture.cc: MixturePlan, apportion, rank_segments
+void BindMixture(nb::module_& m);       // mixture.cc: MixturePlan, MixtureReader, apportion,
+                                        // rank_segments
 
 }  // namespace stoker::python

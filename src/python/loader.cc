@@ -41,11 +41,12 @@ void WarnAboutCache(const Loader& loader) {
 // closing it lets the stream go without destroying it (its memory is the parent's copy).
 class Epoch {
  public:
-  Epoch(std::unique_ptr<BatchStream> stream, Output output, std::shared_ptr<Loader> loader)
+  Epoch(std::unique_ptr<BatchStream> stream, Output output, std::vector<std::string> ragged,
+        std::vector<std::shared_ptr<Loader>> loaders)
       : stream_(std::move(stream)),
         output_(output),
-        ragged_(loader->ragged_columns()),
-        loader_(std::move(loader)),
+        ragged_(std::move(ragged)),
+        loaders_(std::move(loaders)),
         pid_(getpid()) {}
 
   ~Epoch() { Close(); }
@@ -63,7 +64,7 @@ class Epoch {
     if (stream_ == nullptr) return nb::none();
     ThrowIfForked();
     auto next = stream_->Next();
-    WarnAboutCache(*loader_);
+    for (const auto& loader : loaders_) WarnAboutCache(*loader);
     auto batch = ValueOrThrow(std::move(next));
     if (batch == nullptr) return nb::none();
     if (output_ == Output::kArrow) return BatchCapsules(*batch);
@@ -97,7 +98,8 @@ class Epoch {
   std::unique_ptr<BatchStream> stream_;
   Output output_;
   std::vector<std::string> ragged_;
-  std::shared_ptr<Loader> loader_;
+  // The loaders whose cache warnings its batches raise (they outlive the stream).
+  std::vector<std::shared_ptr<Loader>> loaders_;
   // The process that started the epoch.
   pid_t pid_;
 };
@@ -107,7 +109,8 @@ Epoch* StartEpoch(const PyLoader& self, int64_t epoch,
   std::vector<ResumeRound> rounds;
   for (const auto& [world_size, rows] : resumed) rounds.push_back({world_size, rows});
   auto stream = ValueOrThrow(self.engine()->StartEpoch(epoch, rounds));
-  return new Epoch(std::move(stream), self.output(), self.engine());
+  return new Epoch(std::move(stream), self.output(), self.engine()->ragged_columns(),
+                   {self.engine()});
 }
 
 nb::dict Stats(const PyLoader& self) {
@@ -190,6 +193,13 @@ nb::dict Dataset(const PyLoader& self) {
 }
 
 }  // namespace
+
+nb::object WrapEpoch(std::unique_ptr<BatchStream> stream, Output output,
+                     std::vector<std::string> ragged,
+                     std::vector<std::shared_ptr<Loader>> loaders) {
+  return nb::cast(new Epoch(std::move(stream), output, std::move(ragged), std::move(loaders)),
+                  nb::rv_policy::take_ownership);
+}
 
 nb::dict CpuBudgetDict(const CpuBudget& budget) {
   nb::dict out;

@@ -1,7 +1,8 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 //
 // The pure functions of a mixture (plan/mixture_plan.h) and the epoch's rank segments, for
-// stoker._mixture_loader: which source fills each position, and where a rank reads.
+// stoker._mixture_loader: which source fills each position, and where a rank reads; and the
+// MixtureReader that starts a mixture's epochs.
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
@@ -14,8 +15,8 @@
 #include <vector>
 
 #include "assemble/recycling_pool.h"
-#include "assemble/slice_gather.h"
 #include "binding.h"
+#include "exec/mixture_stream.h"
 #include "plan/mixture_plan.h"
 #include "plan/plan.h"
 #include "stoker/options.h"
@@ -24,49 +25,53 @@ namespace stoker::python {
 
 namespace {
 
-/// A source's engine batch held for the mixture's gather: imported once, sliced many times.
-struct SourceBatch {
-  std::shared_ptr<arrow::RecordBatch> batch;
-};
-
-/// `batch`'s columns in the order of `names` (the mixture's output order), without a copy.
-std::shared_ptr<arrow::RecordBatch> InOrder(std::shared_ptr<arrow::RecordBatch> batch,
-                                            const std::vector<std::string>& names) {
-  if (names.empty() || batch->schema()->field_names() == names) return batch;
-  arrow::FieldVector fields;
-  arrow::ArrayVector columns;
-  for (const std::string& name : names) {
-    const int i = batch->schema()->GetFieldIndex(name);
-    if (i < 0) throw StatusError(arrow::Status::KeyError("no column '", name, "'"));
-    fields.push_back(batch->schema()->field(i));
-    columns.push_back(batch->column(i));
-  }
-  return arrow::RecordBatch::Make(arrow::schema(std::move(fields)), batch->num_rows(),
-                                  std::move(columns));
-}
-
-/// The mixture's batch from `slices` [(SourceBatch, offset, length), ...], as `output`.
-nb::object GatherBatch(const nb::list& slices, const std::string& output,
-                       const std::vector<std::string>& ragged) {
-  const Output kind = ParseOutput(output);
-  std::vector<BatchSlice> parts;
-  parts.reserve(slices.size());
-  for (nb::handle item : slices) {
-    const nb::tuple slice = nb::cast<nb::tuple>(item);
-    parts.push_back({nb::cast<const SourceBatch&>(slice[0]).batch, nb::cast<int64_t>(slice[1]),
-                     nb::cast<int64_t>(slice[2])});
-  }
-  if (parts.empty()) throw StatusError(arrow::Status::Invalid("no slices to gather"));
-  std::shared_ptr<arrow::RecordBatch> batch;
-  {
-    nb::gil_scoped_release release;
+/// What stoker.MixtureLoader starts its epochs from: the sources' engine loaders, the plan,
+/// the batch shape, and the tally of what every epoch delivered.
+class MixtureReader {
+ public:
+  MixtureReader(const nb::list& sources, const MixturePlan& plan, std::vector<int64_t> strides,
+                int64_t batch_size, bool drop_last, const std::string& output)
+      : output_(ParseOutput(output)) {
+    auto config = std::make_shared<MixtureConfig>();
+    for (nb::handle source : sources) {
+      const std::shared_ptr<Loader>& loader = nb::cast<const PyLoader&>(source).engine();
+      loaders_.push_back(loader);
+      config->sources.push_back(loader);
+    }
+    if (loaders_.empty()) throw StatusError(arrow::Status::Invalid("a mixture has no source"));
+    config->strides = std::move(strides);
+    config->plan = std::make_shared<const MixturePlan>(plan);
+    config->batch_size = batch_size;
+    config->drop_last = drop_last;
+    // The mixture's prefetch option, which every source's loader was given.
+    config->prefetch = loaders_.front()->options().ResolvedPrefetch();
     // Recycled buffers, as the engine's own batches: no fresh pages faulted in per batch.
-    static arrow::MemoryPool* pool = RecyclingPool::Default(LoaderOptions().ResolvedMemoryPool());
-    batch = ValueOrThrow(GatherSlices(parts, parts[0].batch->schema(), pool));
+    config->pool = RecyclingPool::Default(LoaderOptions().ResolvedMemoryPool());
+    config_ = std::move(config);
+    tally_ = std::make_shared<MixtureTally>(static_cast<int>(loaders_.size()));
   }
-  if (kind == Output::kArrow) return BatchCapsules(*batch);
-  return ToTensors(*batch, kind, ragged);
-}
+
+  /// Epoch `epoch` over this rank's [begin, end) ranges of positions (rank_segments).
+  nb::object StartEpoch(int64_t epoch, const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+    std::vector<Segment> segments;
+    for (const auto& [begin, end] : ranges) segments.push_back({begin, end});
+    std::unique_ptr<BatchStream> stream;
+    {
+      nb::gil_scoped_release release;
+      stream = ValueOrThrow(MixtureStream::Make(config_, epoch, std::move(segments), tally_));
+    }
+    return WrapEpoch(std::move(stream), output_, loaders_.front()->ragged_columns(), loaders_);
+  }
+
+  std::vector<int64_t> RowsDelivered() const { return tally_->rows(); }
+  int64_t BatchesDelivered() const { return tally_->batches(); }
+
+ private:
+  Output output_;
+  std::vector<std::shared_ptr<Loader>> loaders_;
+  std::shared_ptr<const MixtureConfig> config_;
+  std::shared_ptr<MixtureTally> tally_;
+};
 
 }  // namespace
 
@@ -104,19 +109,21 @@ void BindMixture(nb::module_& m) {
           "The source index of every position of the block, one byte each.")
       .def("rows_before", &MixturePlan::RowsBefore, nb::arg("epoch"), nb::arg("position"),
            ReleaseGil(), "Rows of each source in positions [0, position) of the epoch.");
-  nb::class_<SourceBatch>(m, "SourceBatch", "A source's batch held for a mixture's gather.")
-      .def_prop_ro("num_rows", [](const SourceBatch& self) { return self.batch->num_rows(); });
-  m.def(
-      "import_batch",
-      [](nb::handle batch, const std::vector<std::string>& names) {
-        return SourceBatch{InOrder(ImportBatch(batch), names)};
-      },
-      nb::arg("batch"), nb::arg("names"),
-      "A pyarrow.RecordBatch (or its capsules' holder) as a SourceBatch, columns in the order "
-      "of `names` (empty: as they are); no copy.");
-  m.def("gather_slices", &GatherBatch, nb::arg("slices"), nb::arg("output"), nb::arg("ragged"),
-        "One batch of the rows of [(SourceBatch, offset, length), ...] in order (one copy, into "
-        "recycled buffers), as `output` delivers it: a dict of arrays, or Arrow capsules.");
+  nb::class_<MixtureReader>(m, "MixtureReader",
+                            "Starts a mixture's epochs (src/exec/mixture_stream.h) and counts "
+                            "what they delivered.")
+      .def(nb::init<const nb::list&, const MixturePlan&, std::vector<int64_t>, int64_t, bool,
+                    const std::string&>(),
+           nb::arg("sources"), nb::arg("plan"), nb::arg("strides"), nb::arg("batch_size"),
+           nb::arg("drop_last"), nb::arg("output"),
+           "sources: each source's _core.Loader (world size 1); strides: where epoch e starts "
+           "in each source's stream of rows (e * stride).")
+      .def("start_epoch", &MixtureReader::StartEpoch, nb::arg("epoch"), nb::arg("segments"),
+           "An Epoch of the mixture over this rank's [begin, end) ranges of positions; its "
+           "batches are gathered ahead of the consumer on a thread of its own.")
+      .def("rows_delivered", &MixtureReader::RowsDelivered,
+           "Rows each source delivered, over every epoch started here.")
+      .def("batches_delivered", &MixtureReader::BatchesDelivered);
   m.def(
       "apportion",
       [](int64_t total, const std::vector<double>& weights, uint64_t tie_key) {

@@ -1,0 +1,126 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#pragma once
+
+#include <arrow/memory_pool.h>
+#include <arrow/record_batch.h>
+#include <arrow/result.h>
+
+#include <atomic>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "exec/source_rows.h"
+#include "plan/mixture_plan.h"
+#include "plan/plan.h"
+#include "stoker/batch_stream.h"
+#include "stoker/loader.h"
+#include "util/thread_annotations.h"
+
+namespace stoker {
+
+/// What every epoch of a mixture reads (docs/mixtures.md): the sources' loaders (world size
+/// 1 each), the plan of which source fills each position, and the batches' shape.
+struct MixtureConfig {
+  /// One loader per source, in the plan's source order; the first one's schema is the
+  /// output's, the others give the same columns (any order).
+  std::vector<std::shared_ptr<const Loader>> sources;
+  /// Where epoch e starts in source s's stream of rows: e * strides[s] (whole source epochs,
+  /// so every mixture epoch starts a fresh source epoch).
+  std::vector<int64_t> strides;
+  std::shared_ptr<const MixturePlan> plan;
+  int64_t batch_size = 1;
+  bool drop_last = false;
+  /// Mixed batches assembled ahead of the consumer (>= 1).
+  int prefetch = 1;
+  /// Where the mixed batches' buffers come from.
+  arrow::MemoryPool* pool = nullptr;
+};
+
+/// Rows each source delivered and batches delivered, summed over the epochs that share it
+/// (a mixture loader's life). Thread-safe.
+class MixtureTally {
+ public:
+  explicit MixtureTally(int num_sources) : rows_(static_cast<size_t>(num_sources)) {}
+  void Add(const std::vector<int64_t>& rows);
+  std::vector<int64_t> rows() const;
+  int64_t batches() const { return batches_.load(std::memory_order_relaxed); }
+
+ private:
+  std::vector<std::atomic<int64_t>> rows_;
+  std::atomic<int64_t> batches_{0};
+};
+
+/// One epoch of a mixture for one rank, a BatchStream like a Loader's epoch. A thread of its
+/// own walks the rank's segments of the epoch's positions a batch at a time: for each stretch
+/// it counts the positions each source fills (the plan's block of sources), takes that many
+/// rows from the source's stream (SourceRows) where the source's rows before that position
+/// say (MixturePlan::RowsBefore, recomputed at each segment's start, then carried), and
+/// gathers them, grouped by source in source order, into one batch (GatherSlices: one copy).
+/// Nothing depends on threads or timing: the batches are a pure function of the config, the
+/// epoch and the segments.
+///
+/// Bounds: at most config.prefetch mixed batches ready ahead of the consumer, plus the one
+/// being gathered; each source's engine holds its own bounds (one epoch open at a time).
+/// Destroying the stream stops its thread and the sources' engines and joins them.
+class MixtureStream final : public BatchStream {
+ public:
+  /// Starts `epoch` for the rank whose positions are `segments` (begin < end each, in order);
+  /// delivered batches are counted in `tally`.
+  static arrow::Result<std::unique_ptr<MixtureStream>> Make(
+      std::shared_ptr<const MixtureConfig> config, int64_t epoch, std::vector<Segment> segments,
+      std::shared_ptr<MixtureTally> tally);
+  ~MixtureStream() override;
+
+  arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() override EXCLUDES(mutex_);
+  bool WaitReady(std::chrono::milliseconds timeout) override EXCLUDES(mutex_);
+  int64_t num_batches() const override { return num_batches_; }
+  int64_t planned_rows_delivered() const override EXCLUDES(mutex_);
+
+ private:
+  struct Mixed {
+    std::shared_ptr<arrow::RecordBatch> batch;
+    std::vector<int64_t> source_rows;  // rows of each source in it
+  };
+
+  MixtureStream(std::shared_ptr<const MixtureConfig> config, int64_t epoch,
+                std::vector<Segment> segments, std::vector<SourceRows> sources,
+                std::shared_ptr<MixtureTally> tally);
+  /// The producer thread: assembles every batch in order into ready_.
+  void Produce() EXCLUDES(mutex_);
+  /// The next batch of `rows` positions.
+  arrow::Result<Mixed> Assemble(int64_t rows);
+  /// Adds the positions each source fills in [position, position + n) to `counts`.
+  void CountSources(int64_t position, int64_t n, std::vector<int64_t>* counts);
+  bool Deliverable() const REQUIRES(mutex_);
+
+  const std::shared_ptr<const MixtureConfig> config_;
+  const int64_t epoch_;
+  const std::vector<Segment> segments_;
+  const std::shared_ptr<MixtureTally> tally_;
+  int64_t num_batches_ = 0;
+
+  // The producer thread's own: where it stands in the epoch.
+  std::vector<SourceRows> sources_;
+  size_t segment_ = 0;
+  int64_t position_ = 0;
+  int64_t rows_left_ = 0;
+  std::vector<int64_t> before_;  // rows of each source before position_; empty: recompute
+  int64_t block_ = -1;           // the plan block block_sources_ holds
+  std::vector<uint8_t> block_sources_;
+
+  std::atomic<bool> stop_{false};
+  mutable Mutex mutex_;
+  /// Signalled when a batch is ready, the producer ends, or the consumer takes a batch.
+  CondVar changed_;
+  /// Assembled batches not yet delivered (at most config.prefetch).
+  std::deque<Mixed> ready_ GUARDED_BY(mutex_);
+  arrow::Status error_ GUARDED_BY(mutex_);
+  int64_t delivered_ GUARDED_BY(mutex_) = 0;
+  int64_t rows_delivered_ GUARDED_BY(mutex_) = 0;
+  std::thread producer_;
+};
+
+}  // namespace stoker

@@ -1,0 +1,59 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#pragma once
+
+#include <arrow/record_batch.h>
+#include <arrow/result.h>
+#include <arrow/type.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "assemble/slice_gather.h"
+#include "stoker/batch_stream.h"
+#include "stoker/loader.h"
+
+namespace stoker {
+
+/// One mixture source as an endless stream Z of rows: its own epochs 0, 1, 2, ... back to
+/// back, each in its own plan's order (the source's loader has world size 1). Row z of Z is
+/// row z mod T of the source's epoch z / T (T rows per epoch). Take() continues the engine
+/// epoch being read when `start` is where the last Take ended, and otherwise starts the
+/// engine at `start` (a resume of that epoch after z mod T rows: nothing before it is read).
+///
+/// Bounds: at most one engine epoch is open (its read-ahead is the source loader's
+/// `prefetch` batches), plus the one engine batch being handed out. Rows are handed out as
+/// slices of the engine's batches, never copied here. Not thread-safe: one reader.
+class SourceRows {
+ public:
+  /// Hands out `loader`'s rows with their columns in the order of `schema` (the mixture's
+  /// output): a KeyError names a column of `schema` the source does not give.
+  static arrow::Result<SourceRows> Make(std::shared_ptr<const Loader> loader,
+                                        const arrow::Schema& schema);
+
+  /// Appends rows [start, start + count) of Z to `out` as slices. Blocks on the engine;
+  /// returns Cancelled soon after `stop` becomes true.
+  arrow::Status Take(int64_t start, int64_t count, const std::atomic<bool>& stop,
+                     std::vector<BatchSlice>* out);
+
+ private:
+  SourceRows(std::shared_ptr<const Loader> loader, std::vector<int> columns,
+             std::shared_ptr<arrow::Schema> schema);
+  /// Starts the engine at row `start` of Z.
+  arrow::Status Open(int64_t start);
+  /// Takes the next engine batch, going on into the source's next epoch at the end of one.
+  arrow::Status Fill(const std::atomic<bool>& stop);
+
+  std::shared_ptr<const Loader> loader_;
+  /// Index in the engine's batches of each output column.
+  std::vector<int> columns_;
+  std::shared_ptr<arrow::Schema> schema_;
+  std::unique_ptr<BatchStream> epoch_;  // the engine epoch being read; null before Open
+  int64_t source_epoch_ = 0;
+  int64_t position_ = -1;                      // the row of Z that batch_'s first unconsumed row is
+  std::shared_ptr<arrow::RecordBatch> batch_;  // the engine batch being handed out
+  int64_t offset_ = 0;                         // its first row not handed out yet
+};
+
+}  // namespace stoker
