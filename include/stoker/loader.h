@@ -88,6 +88,10 @@ class Loader {
       const StreamSpec& spec) const;
   /// Starts a stream (see StreamSpec).
   arrow::Result<std::unique_ptr<BatchStream>> StartStream(const StreamSpec& spec) const;
+  /// This loader with LoaderOptions::shuffle_window set to `rows`: the same dataset, filter
+  /// counts and stats (its epochs count in this loader's), nothing read again. How a
+  /// mixture gives each source its share of the mixture's window.
+  arrow::Result<std::shared_ptr<Loader>> WithShuffleWindow(int64_t rows) const;
   /// Counters summed over every epoch so far.
   StatsSnapshot stats() const;
   /// Writes the kept spans of work as Chrome trace JSON (ui.perfetto.dev opens it); an

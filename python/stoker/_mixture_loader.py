@@ -41,9 +41,11 @@ class MixtureLoader(_cursor.EpochLoader):
         seed: keys the interleaving and, through ``_core.mixture_source_seed``, each
             source's own shuffle.
         shuffle: False reads each source in file order (the interleaving stays seeded).
-        shuffle_window, num_threads, prefetch, cache_dir, cache_limit_bytes, cache_policy,
-            storage_options, index: per source: each source's engine has its own worker
-            threads and holds its own shuffle window.
+        shuffle_window: rows mixed together, split among the sources by their share of the
+            epoch's positions (a batch draws from all their windows at once): memory holds
+            about as many decoded rows as a Loader's. None: 262144.
+        num_threads, prefetch, cache_dir, cache_limit_bytes, cache_policy, storage_options,
+            index: per source: each source's engine has its own worker threads.
         output: "numpy", "torch", "jax", "tensorflow" or "arrow".
     """
 
@@ -95,13 +97,11 @@ class MixtureLoader(_cursor.EpochLoader):
                                        seed)
         self._schema = _output_schema(mixture.sources, self._sources)
         _check_ragged(mixture.sources, configs)
-        # Where epoch e starts in each source's stream: e times the whole source epochs an
-        # epoch draws from, so every epoch starts a fresh source epoch (a downsampled source
-        # gives each epoch another part; no row repeats within an epoch unless upsampled).
-        strides = [-(-rows // config["rows"]) * config["rows"]
-                   for rows, config in zip(self._plan.source_rows, configs)]
+        # Each epoch e reads source s from e times the whole source epochs an epoch draws
+        # from (a downsampled source gives each epoch another part; no row repeats within an
+        # epoch unless upsampled), with its share of the shuffle window (MakeMixtureConfig).
         self._reader = _core.MixtureReader([loader._core for loader in self._sources],
-                                           self._plan, strides, batch_size, drop_last, output)
+                                           self._plan, output)
         identity = _state.identity(_mixture_config(self, seed, shuffle, shuffle_window,
                                                    configs))
         self._cursor = _cursor.EpochCursor(identity, rank, world_size)
@@ -149,15 +149,17 @@ class MixtureLoader(_cursor.EpochLoader):
     def stats(self) -> dict[str, Any]:
         """``rows`` and ``batches`` delivered over the loader's life, ``rows_per_source`` (the
         rows each source delivered, by name), ``epoch_rows``, and ``sources``: per source its
-        name, weight, repeat, rows per epoch, rows delivered and its engine's own ``stats()``
+        name, weight, repeat, rows per epoch, shuffle window (its share of the mixture's),
+        rows delivered and its engine's own ``stats()``
         (whose ``rows`` count what the engine assembled, read-ahead included)."""
         sources = []
-        for source, loader, rows, delivered in zip(self._mixture.sources, self._sources,
-                                                   self._plan.source_rows,
-                                                   self._reader.rows_delivered()):
+        for source, loader, rows, window, delivered in zip(
+                self._mixture.sources, self._sources, self._plan.source_rows,
+                self._reader.shuffle_windows, self._reader.rows_delivered()):
             sources.append({"name": source.name, "weight": source.weight,
                             "repeat": source.repeat, "rows_per_epoch": rows,
-                            "rows_delivered": delivered, "engine": loader.stats()})
+                            "shuffle_window": window, "rows_delivered": delivered,
+                            "engine": loader.stats()})
         return {
             "rows": sum(s["rows_delivered"] for s in sources),
             "batches": self._reader.batches_delivered(),
@@ -258,7 +260,8 @@ def _mixture_config(loader: MixtureLoader, seed: int, shuffle: bool,
 
     return {
         "dataset_fingerprint": digest(["mixture", plan.stratified, plan.block_rows] + [
-            [c["dataset_fingerprint"], rows] for c, rows in zip(configs, plan.source_rows)]),
+            [c["dataset_fingerprint"], rows, window] for c, rows, window in
+            zip(configs, plan.source_rows, loader._reader.shuffle_windows)]),
         "files": sum(c["files"] for c in configs),
         "rows": plan.epoch_rows,
         "seed": seed,

@@ -20,6 +20,34 @@ std::vector<int64_t> MixtureTally::rows() const {
   return out;
 }
 
+arrow::Result<std::shared_ptr<const MixtureConfig>> MakeMixtureConfig(
+    const std::vector<std::shared_ptr<const Loader>>& sources, const MixturePlan& plan,
+    arrow::MemoryPool* pool) {
+  if (sources.empty() || plan.num_sources() != static_cast<int>(sources.size())) {
+    return arrow::Status::Invalid("a mixture needs one loader per plan source");
+  }
+  auto config = std::make_shared<MixtureConfig>();
+  const LoaderOptions& options = sources.front()->options();
+  const int64_t window = options.ResolvedShuffleWindow();
+  for (size_t s = 0; s < sources.size(); ++s) {
+    const int64_t rows = plan.source_rows()[s];
+    const int64_t own = sources[s]->num_rows();
+    if (own <= 0) return arrow::Status::Invalid("mixture source ", s, " has no rows");
+    config->strides.push_back((rows + own - 1) / own * own);
+    const __int128 share = static_cast<__int128>(window) * rows;
+    const int64_t source_window = std::max<int64_t>(
+        1, static_cast<int64_t>((share + plan.epoch_rows() - 1) / plan.epoch_rows()));
+    ARROW_ASSIGN_OR_RAISE(auto loader, sources[s]->WithShuffleWindow(source_window));
+    config->sources.push_back(std::move(loader));
+  }
+  config->plan = std::make_shared<const MixturePlan>(plan);
+  config->batch_size = options.batch_size;
+  config->drop_last = options.drop_last;
+  config->prefetch = options.ResolvedPrefetch();
+  config->pool = pool;
+  return config;
+}
+
 arrow::Result<std::unique_ptr<MixtureStream>> MixtureStream::Make(
     std::shared_ptr<const MixtureConfig> config, int64_t epoch, std::vector<Segment> segments,
     std::shared_ptr<MixtureTally> tally) {

@@ -241,6 +241,15 @@ Loader::Loader(LoaderOptions options, std::shared_ptr<const UnitSource> source,
   }
 }
 
+arrow::Result<std::shared_ptr<Loader>> Loader::WithShuffleWindow(int64_t rows) const {
+  LoaderOptions options = options_;
+  options.shuffle_window = rows;
+  ARROW_RETURN_NOT_OK(options.Validate());
+  auto loader = std::shared_ptr<Loader>(new Loader(std::move(options), source_, stats_));
+  loader->cpu_budget_ = cpu_budget_;
+  return loader;
+}
+
 arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
   ARROW_RETURN_NOT_OK(options.Validate());
   ARROW_RETURN_NOT_OK(EnsureComputeInitialized());

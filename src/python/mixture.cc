@@ -29,25 +29,16 @@ namespace {
 /// the batch shape, and the tally of what every epoch delivered.
 class MixtureReader {
  public:
-  MixtureReader(const nb::list& sources, const MixturePlan& plan, std::vector<int64_t> strides,
-                int64_t batch_size, bool drop_last, const std::string& output)
+  MixtureReader(const nb::list& sources, const MixturePlan& plan, const std::string& output)
       : output_(ParseOutput(output)) {
-    auto config = std::make_shared<MixtureConfig>();
+    std::vector<std::shared_ptr<const Loader>> engines;
     for (nb::handle source : sources) {
-      const std::shared_ptr<Loader>& loader = nb::cast<const PyLoader&>(source).engine();
-      loaders_.push_back(loader);
-      config->sources.push_back(loader);
+      loaders_.push_back(nb::cast<const PyLoader&>(source).engine());
+      engines.push_back(loaders_.back());
     }
-    if (loaders_.empty()) throw StatusError(arrow::Status::Invalid("a mixture has no source"));
-    config->strides = std::move(strides);
-    config->plan = std::make_shared<const MixturePlan>(plan);
-    config->batch_size = batch_size;
-    config->drop_last = drop_last;
-    // The mixture's prefetch option, which every source's loader was given.
-    config->prefetch = loaders_.front()->options().ResolvedPrefetch();
     // Recycled buffers, as the engine's own batches: no fresh pages faulted in per batch.
-    config->pool = RecyclingPool::Default(LoaderOptions().ResolvedMemoryPool());
-    config_ = std::move(config);
+    static arrow::MemoryPool* pool = RecyclingPool::Default(LoaderOptions().ResolvedMemoryPool());
+    config_ = ValueOrThrow(MakeMixtureConfig(engines, plan, pool));
     tally_ = std::make_shared<MixtureTally>(static_cast<int>(loaders_.size()));
   }
 
@@ -63,6 +54,11 @@ class MixtureReader {
     return WrapEpoch(std::move(stream), output_, loaders_.front()->ragged_columns(), loaders_);
   }
 
+  std::vector<int64_t> ShuffleWindows() const {
+    std::vector<int64_t> out;
+    for (const auto& source : config_->sources) out.push_back(source->options().shuffle_window);
+    return out;
+  }
   std::vector<int64_t> RowsDelivered() const { return tally_->rows(); }
   int64_t BatchesDelivered() const { return tally_->batches(); }
 
@@ -112,15 +108,15 @@ void BindMixture(nb::module_& m) {
   nb::class_<MixtureReader>(m, "MixtureReader",
                             "Starts a mixture's epochs (src/exec/mixture_stream.h) and counts "
                             "what they delivered.")
-      .def(nb::init<const nb::list&, const MixturePlan&, std::vector<int64_t>, int64_t, bool,
-                    const std::string&>(),
-           nb::arg("sources"), nb::arg("plan"), nb::arg("strides"), nb::arg("batch_size"),
-           nb::arg("drop_last"), nb::arg("output"),
-           "sources: each source's _core.Loader (world size 1); strides: where epoch e starts "
-           "in each source's stream of rows (e * stride).")
+      .def(nb::init<const nb::list&, const MixturePlan&, const std::string&>(), nb::arg("sources"),
+           nb::arg("plan"), nb::arg("output"),
+           "sources: each source's _core.Loader (world size 1, built with the mixture's "
+           "options), read with its share of the mixture's shuffle window.")
       .def("start_epoch", &MixtureReader::StartEpoch, nb::arg("epoch"), nb::arg("segments"),
            "An Epoch of the mixture over this rank's [begin, end) ranges of positions; its "
            "batches are gathered ahead of the consumer on a thread of its own.")
+      .def_prop_ro("shuffle_windows", &MixtureReader::ShuffleWindows,
+                   "Each source's share of the mixture's shuffle window, in rows.")
       .def("rows_delivered", &MixtureReader::RowsDelivered,
            "Rows each source delivered, over every epoch started here.")
       .def("batches_delivered", &MixtureReader::BatchesDelivered);

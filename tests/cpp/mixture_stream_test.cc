@@ -22,6 +22,7 @@ constexpr int64_t kRowsA = 80000;
 constexpr int64_t kRowsB = 30000;
 constexpr int64_t kPlannedB = 45000;
 constexpr int64_t kBatch = 4096;
+constexpr int64_t kWindow = 20000;
 
 struct Sources {
   Sources() {
@@ -30,27 +31,31 @@ struct Sources {
     testing::WriteDataset(dir.path() / "a", 2, kRowsA / 2, 10000);
     testing::WriteDataset(dir.path() / "b", 1, kRowsB, 7000);
   }
-  std::shared_ptr<MixtureConfig> Config(int num_threads) const {
-    auto config = std::make_shared<MixtureConfig>();
+  /// The sources' loaders, built with the mixture's options as stoker.MixtureLoader builds
+  /// them.
+  std::vector<std::shared_ptr<const Loader>> Loaders(int num_threads, bool drop_last) const {
+    std::vector<std::shared_ptr<const Loader>> loaders;
     for (const char* name : {"a", "b"}) {
       LoaderOptions options;
       options.sources = {(dir.path() / name).string()};
       options.columns = name[0] == 'a' ? std::vector<std::string>{"row_id", "value", "name"}
                                        : std::vector<std::string>{"name", "row_id", "value"};
-      options.batch_size = 1000;
+      options.batch_size = kBatch;
+      options.drop_last = drop_last;
       options.seed = name[0] == 'a' ? 3 : 4;
-      options.shuffle_window = 20000;
+      options.shuffle_window = kWindow;
       options.num_threads = num_threads;
+      options.prefetch = 2;
       options.output = OutputKind::kArrow;
-      config->sources.push_back(Loader::Make(options).ValueOrDie());
+      loaders.push_back(Loader::Make(options).ValueOrDie());
     }
-    config->plan = std::make_shared<const MixturePlan>(
-        MixturePlan::Make({kRowsA, kPlannedB}, 0, 9).ValueOrDie());
-    config->strides = {kRowsA, 2 * kRowsB};
-    config->batch_size = kBatch;
-    config->prefetch = 2;
-    config->pool = arrow::default_memory_pool();
-    return config;
+    return loaders;
+  }
+  std::shared_ptr<const MixtureConfig> Config(int num_threads, bool drop_last = false) const {
+    return MakeMixtureConfig(Loaders(num_threads, drop_last),
+                             MixturePlan::Make({kRowsA, kPlannedB}, 0, 9).ValueOrDie(),
+                             arrow::default_memory_pool())
+        .ValueOrDie();
   }
   testing::TempDir dir;
 };
@@ -185,8 +190,7 @@ TEST(MixtureStreamTest, TallyCountsEachSourcesDeliveredRows) {
 
 TEST(MixtureStreamTest, DropLastLeavesTheShortBatchOut) {
   const Sources sources;
-  auto config = sources.Config(2);
-  config->drop_last = true;
+  const auto config = sources.Config(2, /*drop_last=*/true);
   const auto batches = ReadEpoch(config, 0, {{0, kRowsA + kPlannedB}});
   EXPECT_EQ(static_cast<int64_t>(batches.size()), (kRowsA + kPlannedB) / kBatch);
   for (const auto& batch : batches) EXPECT_EQ(batch->num_rows(), kBatch);
@@ -200,14 +204,38 @@ TEST(MixtureStreamTest, DestroyedMidEpochStopsAndJoins) {
   stream.reset();  // joins the producer and the sources' engines; a hang fails by timeout
 }
 
+TEST(MixtureStreamTest, SourcesShareTheMixturesWindowAndStrideWholeEpochs) {
+  const Sources sources;
+  const auto loaders = sources.Loaders(1, false);
+  const auto config =
+      MakeMixtureConfig(loaders, MixturePlan::Make({kRowsA, kPlannedB}, 0, 9).ValueOrDie(),
+                        arrow::default_memory_pool())
+          .ValueOrDie();
+  // ceil(20000 * 80000 / 125000) and ceil(20000 * 45000 / 125000).
+  EXPECT_EQ(config->sources[0]->options().shuffle_window, 12800);
+  EXPECT_EQ(config->sources[1]->options().shuffle_window, 7200);
+  EXPECT_EQ(config->strides, (std::vector<int64_t>{kRowsA, 2 * kRowsB}));
+  EXPECT_EQ(config->batch_size, kBatch);
+  EXPECT_EQ(config->prefetch, 2);
+  // The copies read the same dataset and count in the loaders' own stats.
+  ReadEpoch(config, 0, {{0, 9000}});
+  EXPECT_GT(loaders[0]->stats().rows, 0);
+  EXPECT_GT(loaders[1]->stats().rows, 0);
+}
+
 TEST(MixtureStreamTest, RefusesAConfigThatDoesNotMatchItsPlan) {
   const Sources sources;
-  auto config = sources.Config(1);
+  auto config = std::make_shared<MixtureConfig>(*sources.Config(1));
   config->strides = {kRowsA};
   EXPECT_TRUE(MixtureStream::Make(config, 0, {{0, 10}}, nullptr).status().IsInvalid());
-  config = sources.Config(1);
-  EXPECT_TRUE(
-      MixtureStream::Make(config, 0, {{0, kRowsA + kPlannedB + 1}}, nullptr).status().IsInvalid());
+  EXPECT_TRUE(MixtureStream::Make(sources.Config(1), 0, {{0, kRowsA + kPlannedB + 1}}, nullptr)
+                  .status()
+                  .IsInvalid());
+  EXPECT_TRUE(MakeMixtureConfig(sources.Loaders(1, false),
+                                MixturePlan::Make({5, 5, 5}, 0, 1).ValueOrDie(),
+                                arrow::default_memory_pool())
+                  .status()
+                  .IsInvalid());
 }
 
 }  // namespace
