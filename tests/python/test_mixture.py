@@ -272,6 +272,8 @@ def test_stats_report_rows_per_source(sources):
     assert stats["rows_per_source"] == {"a": seen[0], "b": seen[1], "c": seen[2]}
     assert [s["rows_per_epoch"] for s in stats["sources"]] == [2000, 1200, 800]
     assert stats["batches"] == len(loader)
+    # The sources share the mixture's shuffle_window (1000) by their share of the epoch.
+    assert [s["shuffle_window"] for s in stats["sources"]] == [500, 300, 200]
 
 
 def test_per_source_filter_columns_and_arrow_output(sources):
