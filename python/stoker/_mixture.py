@@ -12,7 +12,7 @@ from typing import Any
 
 import pyarrow.compute as pc
 
-from stoker import _core
+from stoker import _core, _tables
 
 # How a weighted mixture's epoch ends (Mixture's ``stop``).
 STOPS = ("first", "all")
@@ -23,7 +23,9 @@ class Source:
 
     Args:
         path: what ``stoker.Loader`` takes as its source: a file, a directory, a glob, or a
-            list of those.
+            list of those; or a table, ``stoker.delta_table(...)`` or
+            ``stoker.iceberg_table(...)`` (its snapshot is resolved when the loader is made;
+            the mixture's state covers its files, so a state is refused by another snapshot).
         weight: this source's share of the mixture (> 0; the weights are relative, divided
             by their sum). Give every source a weight, or none.
         repeat: how many passes over this source an epoch holds: 2.0 upsamples (each row
@@ -36,7 +38,8 @@ class Source:
             ``columns`` and before ``transforms`` (a ``rename`` transform op).
         filter: a ``pyarrow.compute`` expression on this source's columns.
         transforms: this source's transform ops (docs/transforms.md), after the renames.
-        name: how errors and ``stats()`` call it; None: the path.
+        name: how errors and ``stats()`` call it; None: the path (a table's URI or
+            identifier).
         storage_options, index: as ``stoker.Loader`` takes them, for this source.
     """
 
@@ -194,6 +197,8 @@ def _positive(value: float | None, option: str, name: str) -> float | None:
 
 
 def _path_name(path: Any) -> str:
+    if isinstance(path, _tables.Table):
+        return path.label
     if isinstance(path, (str, os.PathLike)):
         return os.fspath(path)
     return ",".join(os.fspath(p) for p in path)

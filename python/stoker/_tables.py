@@ -86,6 +86,11 @@ class Table:
     def pin(self, pin: dict[str, Any]) -> Table:
         raise NotImplementedError
 
+    @property
+    def label(self) -> str:
+        """How a mixture names the table when its Source gives no name."""
+        raise NotImplementedError
+
 
 def pinned_name(pin: dict[str, Any]) -> str:
     """How messages name a pinned snapshot."""
@@ -109,6 +114,10 @@ class DeltaTable(Table):
 
     def __repr__(self) -> str:
         return f"stoker.delta_table({self.uri!r}, version={self.version!r})"
+
+    @property
+    def label(self) -> str:
+        return self.uri
 
     def pin(self, pin: dict[str, Any]) -> DeltaTable:
         """This table at the version a resume state names."""
@@ -244,6 +253,10 @@ class IcebergTable(Table):
     def __repr__(self) -> str:
         return (f"stoker.iceberg_table({getattr(self.catalog, 'name', self.catalog)!r}, "
                 f"{self.identifier!r}, snapshot_id={self.snapshot_id!r})")
+
+    @property
+    def label(self) -> str:
+        return self.identifier
 
     def _pin_of(self, snapshot_id: int) -> dict[str, Any]:
         return {"format": "iceberg", "catalog": self.catalog.name, "table": self.identifier,

@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
+import pyarrow.parquet as pq
 import pytest
 import stoker
 from conftest import assert_same_batches
@@ -198,3 +199,32 @@ def test_s3_table(tmp_path: Path) -> None:
     finally:
         server.stop()
         shutil.rmtree(local, ignore_errors=True)
+
+
+def test_a_delta_table_is_a_mixture_source(table: Path, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    other.mkdir()
+    pq.write_table(chunk(10_000, 200).drop_columns(["region"]), other / "part.parquet")
+
+    def mixture(version: int) -> stoker.MixtureLoader:
+        return stoker.Loader(stoker.Mixture([
+            stoker.Source(stoker.delta_table(table, version=version), columns=["id", "x"]),
+            stoker.Source(other, name="other"),
+        ]), batch_size=64, seed=3)
+
+    loader = mixture(1)
+    batches = list(loader)
+    assert sorted(i for b in batches for i in b["id"].tolist()) == \
+        list(range(600)) + list(range(10_000, 10_200))
+    assert loader.stats()["rows_per_source"] == {str(table): 600, "other": 200}
+    # A resume of the same snapshot continues exactly; another snapshot's files are refused.
+    first = mixture(1)
+    iterator = iter(first)
+    for _ in range(4):
+        next(iterator)
+    state = first.state_dict()
+    resumed = mixture(1)
+    resumed.load_state_dict(state)
+    assert_same_batches(list(resumed), batches[4:])
+    with pytest.raises(ValueError, match="dataset"):
+        mixture(2).load_state_dict(state)

@@ -143,3 +143,20 @@ def test_delete_files_are_refused(catalog: SqlCatalog, tmp_path: Path) -> None:
     assert table.scan().to_arrow().num_rows == 89  # pyiceberg applies it
     with pytest.raises(NotImplementedError, match=r"has 1 delete file"):
         stoker.Loader(stoker.iceberg_table(catalog, "db.events"), columns=["id"], batch_size=8)
+
+
+def test_an_iceberg_table_is_a_mixture_source(catalog: SqlCatalog, tmp_path: Path) -> None:
+    table = make_table(catalog)
+    table.append(chunk(0, 90))
+    snapshot = table.current_snapshot().snapshot_id
+    table.append(chunk(90, 90))  # after the pinned snapshot: not read
+    other = tmp_path / "other"
+    other.mkdir()
+    pq.write_table(chunk(1000, 60).drop_columns(["region"]), other / "part.parquet")
+    loader = stoker.Loader(stoker.Mixture([
+        stoker.Source(stoker.iceberg_table(catalog, "db.events", snapshot_id=snapshot),
+                      columns=["id", "x"]),
+        stoker.Source(other, name="other"),
+    ]), batch_size=32, seed=5)
+    assert ids(loader) == list(range(90)) + list(range(1000, 1060))
+    assert loader.stats()["rows_per_source"] == {"db.events": 90, "other": 60}
