@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import pytest
 import stoker
@@ -143,6 +144,48 @@ def test_delete_files_are_refused(catalog: SqlCatalog, tmp_path: Path) -> None:
     assert table.scan().to_arrow().num_rows == 89  # pyiceberg applies it
     with pytest.raises(NotImplementedError, match=r"has 1 delete file"):
         stoker.Loader(stoker.iceberg_table(catalog, "db.events"), columns=["id"], batch_size=8)
+
+
+def test_an_s3_table_reads_its_pinned_snapshot_and_resumes_it(tmp_path: Path) -> None:
+    """Warehouse and data files on the tests' S3 server (moto, loopback); the catalog's
+    FileIO and the Loader's storage_options both point there."""
+    pytest.importorskip("moto")
+    from s3_support import KEY, SECRET, MotoServer
+
+    os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
+    server = MotoServer()
+    try:
+        pafs.S3FileSystem(access_key=KEY, secret_key=SECRET, endpoint_override=server.endpoint,
+                          scheme="http", region="us-east-1",
+                          allow_bucket_creation=True).create_dir("lake")
+        catalog = SqlCatalog("lake", uri=f"sqlite:///{tmp_path}/catalog.db",
+                             warehouse="s3://lake/warehouse",
+                             **{"s3.endpoint": f"http://{server.endpoint}",
+                                "s3.access-key-id": KEY, "s3.secret-access-key": SECRET,
+                                "s3.region": "us-east-1"})
+        catalog.create_namespace("db")
+        table = make_table(catalog, bucket=False)
+        table.append(chunk(0, 120))
+        table.append(chunk(120, 120))
+        storage = {"endpoint_override": server.endpoint, "scheme": "http",
+                   "region": "us-east-1", "access_key": KEY, "secret_key": SECRET}
+        kw = {"columns": ["id", "x"], "batch_size": 32, "seed": 6, "storage_options": storage}
+        source = stoker.iceberg_table(catalog, "db.events")
+        uninterrupted = list(stoker.Loader(source, **kw))
+        assert sorted(i for b in uninterrupted for i in b["id"].tolist()) == list(range(240))
+        first = stoker.Loader(source, **kw)
+        it = iter(first)
+        for _ in range(3):
+            next(it)
+        state = json.loads(json.dumps(first.state_dict()))
+        it.close()
+        table.append(chunk(240, 120))  # a later snapshot: the resume still reads the saved one
+        resumed = stoker.Loader(source, **kw)
+        resumed.load_state_dict(state)
+        assert resumed.files == first.files
+        assert_same_batches(uninterrupted[3:], list(resumed))
+    finally:
+        server.stop()
 
 
 def test_an_iceberg_table_is_a_mixture_source(catalog: SqlCatalog, tmp_path: Path) -> None:
