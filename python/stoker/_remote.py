@@ -294,13 +294,13 @@ class RemoteLoader(_cursor.EpochLoader):
 
     @property
     def schema(self) -> pa.Schema:
-        server = self._servers.servers[0]
+        server = self._connect().servers[0]
         info = server.client.get_flight_info(flight.FlightDescriptor.for_command(b"stoker"),
                                              server.options)
         return info.schema
 
     def __len__(self) -> int:
-        return self._servers.plan_batches(self._stream(0, []))
+        return self._connect().plan_batches(self._stream(0, []))
 
     def stats(self) -> dict[str, Any]:
         """rows, batches, bytes_received, wait_seconds (the data stall) and reconnects."""

@@ -32,13 +32,13 @@ OBJECT_STORE_BYTES = 100 * 1024 * 1024  # per node: small, the batches go over F
 @pytest.fixture(scope="module")
 def cluster():
     """A head node and a worker node on this machine; the worker node alone has the custom
-    resource "data_node" (to pin servers to it)."""
+    resource "data_node" and the label stoker-role=data (either pins servers to it)."""
     from ray.cluster_utils import Cluster
 
     cluster = Cluster(initialize_head=True, head_node_args={
         "num_cpus": 4, "object_store_memory": OBJECT_STORE_BYTES, "include_dashboard": False})
     worker = cluster.add_node(num_cpus=4, object_store_memory=OBJECT_STORE_BYTES,
-                              resources={"data_node": 4})
+                              resources={"data_node": 4}, labels={"stoker-role": "data"})
     cluster.wait_for_nodes()
     ray.init(address=cluster.address)
     cluster.data_node_id = worker.node_id
@@ -88,16 +88,25 @@ def test_a_server_actor_killed_mid_epoch_is_restarted_and_followed(cluster,
         killed = time.monotonic()
         got += [next(epoch) for _ in range(2)]  # batch 2 (server 0), batch 3 (server 1)
         recovered = time.monotonic() - killed
+        # Server 0 killed while its stream is open (what gRPC had buffered still arrives).
+        os.kill(before[0]["pid"], signal.SIGKILL)
         got += list(epoch)
-        assert_same_batches(got, list(local(criteo)))  # none lost, none repeated
+        reference = local(criteo)
+        assert_same_batches(got, list(reference))  # none lost, none repeated
         after = fleet.servers()
-        assert after[1]["pid"] != before[1]["pid"] and after[0]["pid"] == before[0]["pid"]
+        assert after[0]["pid"] != before[0]["pid"] and after[1]["pid"] != before[1]["pid"]
         assert after[1]["stats"]["batches_sent"] > 0
         assert remote.stats()["reconnects"] > 0
         print(f"server 1 (pid {before[1]['pid']}, {before[1]['location']}) killed; "
               f"restarted as pid {after[1]['pid']} at {after[1]['location']}; the reader "
-              f"had batch 3 {recovered:.1f} s after the kill, "
-              f"{remote.stats()['reconnects']} reconnect attempts, {len(got)} batches equal")
+              f"had batch 3 {recovered:.1f} s after the kill; server 0 killed after batch 3, "
+              f"restarted at {after[0]['location']}; {remote.stats()['reconnects']} reconnect "
+              f"attempts in all, {len(got)} batches equal")
+        # Server 0 killed between epochs: len() and the next epoch resolve the fleet anew.
+        os.kill(after[0]["pid"], signal.SIGKILL)
+        assert len(remote) == len(got)
+        assert_same_batches(list(remote), list(reference))
+        assert fleet.servers()[0]["pid"] != after[0]["pid"]
     finally:
         fleet.shutdown()
 
@@ -133,7 +142,7 @@ def test_a_lost_nodes_server_is_restarted_on_another_node(cluster, criteo: Path)
 
 
 def test_resizing_the_fleet_keeps_the_batches(cluster, criteo: Path) -> None:
-    fleet = start_fleet(criteo, 1, resources={"data_node": 1})  # pinned to the worker node
+    fleet = start_fleet(criteo, 1, label_selector={"stoker-role": "data"})  # the worker node
     try:
         remote, reference = stoker.RemoteLoader(fleet), local(criteo)
         for size in (1, 3, 2):  # between epochs
@@ -216,8 +225,9 @@ def test_ray_train_two_workers_resumed_by_one_follow_the_elastic_rule(
     stopped = ray_train(cluster, *common, "--name", "two", "--workers", "2", "--stop-after",
                         "4", "--step-log", str(two))
     assert stopped["step"] == 4
-    ray_train(cluster, *common, "--name", "one", "--workers", "1", "--resume-from",
-              stopped["checkpoint"], "--step-log", str(one))
+    # The one worker reads from a fleet of two servers (RemoteLoader loads a Loader's state).
+    ray_train(cluster, *common, "--name", "one", "--workers", "1", "--servers", "2",
+              "--resume-from", stopped["checkpoint"], "--step-log", str(one))
     before = [ids for rank in range(2) for entry in step_log(two, rank) for ids in entry["ids"]]
     after = [ids for entry in step_log(one, 0) for ids in entry["ids"]]
     # One worker reads the rest of the epoch: every row exactly once across both runs

@@ -43,7 +43,8 @@ class Fleet:
                 bytes; resources: custom ones, e.g. ``{"data_node": 1}`` to keep servers on
                 the nodes started with that resource).
             label_selector: node labels a server's node must have, e.g.
-                ``{"ray.io/node-group": "cpu"}`` on KubeRay.
+                ``{"stoker-role": "data"}`` for nodes started with
+                ``ray start --labels stoker-role=data``.
             scheduling_strategy: Ray's placement of the servers; "SPREAD" (default) puts them
                 on different nodes where it can.
             max_restarts: how many times Ray restarts a server whose process died; -1:
