@@ -149,13 +149,15 @@ def test_stoker_state_reads_torch_save_files_with_weights_only(criteo: Path,
     assert "consumed         5 batches" in result.stdout
 
 
-class Payload:
-    def __reduce__(self) -> tuple:
-        return (print, ("the pickle ran code",))
+# {"data": print("the pickle ran code")} as protocol 2 writes it, by hand: pickling a
+# __reduce__ that returns `print` names whatever `builtins.print` is in this process, and a
+# library loaded before (Ray's tqdm_ray) may have replaced it.
+EVIL_PICKLE = (b"\x80\x02}q\x00X\x04\x00\x00\x00dataq\x01cbuiltins\nprint\nq\x02X\x13\x00\x00"
+               b"\x00the pickle ran codeq\x03\x85q\x04Rq\x05s.")
 
 
 def test_stoker_state_refuses_code_and_unknown_files(criteo: Path, tmp_path: Path) -> None:
-    (tmp_path / "evil.pkl").write_bytes(pickle.dumps({"data": Payload()}))
+    (tmp_path / "evil.pkl").write_bytes(EVIL_PICKLE)
     result = run_cli(str(tmp_path / "evil.pkl"))
     assert result.returncode == 1
     assert "the pickle names builtins.print" in result.stderr
