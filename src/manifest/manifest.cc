@@ -263,6 +263,7 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
   ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveSourceList(source_list, storage, retries,
                                                          index == IndexPolicy::kTrust));
   ARROW_ASSIGN_OR_RAISE(auto indexes, ReadIndexes(&resolved, index, stats));
+  if (index == IndexPolicy::kTrust) ARROW_RETURN_NOT_OK(CheckNoFileTwice(resolved));
   ARROW_ASSIGN_OR_RAISE(auto partitions, ResolvePartitions(resolved, partitioning));
   size_t num_files = 0;
   for (const auto& source : resolved) num_files += source.files.size();

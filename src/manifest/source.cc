@@ -201,7 +201,6 @@ arrow::Result<std::vector<ResolvedSource>> ResolveSourceList(
     const RetryCounter& retries, bool by_summary) {
   // Errors that already name the source pass through; the store's own are explained.
   std::vector<ResolvedSource> all;
-  std::set<std::string> seen;
   for (const auto& source : sources) {
     auto resolved = ResolveOne(source, storage, retries, by_summary);
     if (!resolved.ok()) {
@@ -209,7 +208,16 @@ arrow::Result<std::vector<ResolvedSource>> ResolveSourceList(
       if (status.message().find(source) != std::string::npos) return status;
       return ExplainStorageError(status, source);
     }
-    for (const auto& file : resolved->files) {
+    all.push_back(std::move(*resolved));
+  }
+  ARROW_RETURN_NOT_OK(CheckNoFileTwice(all));
+  return all;
+}
+
+arrow::Status CheckNoFileTwice(const std::vector<ResolvedSource>& sources) {
+  std::set<std::string> seen;
+  for (const auto& source : sources) {
+    for (const auto& file : source.files) {
       const std::string key = file.filesystem->type_name() + ":" + file.path;
       if (!seen.insert(key).second) {
         return arrow::Status::Invalid("file '", file.path,
@@ -217,9 +225,8 @@ arrow::Result<std::vector<ResolvedSource>> ResolveSourceList(
                                       "read twice");
       }
     }
-    all.push_back(std::move(*resolved));
   }
-  return all;
+  return arrow::Status::OK();
 }
 
 arrow::Result<std::vector<SourceFile>> ResolveSources(const std::vector<std::string>& sources,

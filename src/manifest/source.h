@@ -72,6 +72,11 @@ arrow::Result<std::vector<ResolvedSource>> ResolveSourceList(
     const std::vector<std::string>& sources, const StorageOptions& storage = {},
     const RetryCounter& retries = nullptr, bool by_summary = false);
 
+/// An error naming the first file two of `sources` share (its rows would be read twice).
+/// ResolveSourceList checks the files it lists; files taken from an index later are checked
+/// by the caller.
+arrow::Status CheckNoFileTwice(const std::vector<ResolvedSource>& sources);
+
 /// ResolveSourceList's data files, all sources together.
 arrow::Result<std::vector<SourceFile>> ResolveSources(const std::vector<std::string>& sources,
                                                       const StorageOptions& storage = {},

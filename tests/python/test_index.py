@@ -269,6 +269,12 @@ def test_trust_does_not_see_a_file_added_after_the_index(dataset: Path) -> None:
     _stale_error(dataset)  # the default mode still catches it
 
 
+def test_trust_refuses_a_directory_named_twice(dataset: Path) -> None:
+    cli(["index", str(dataset)])
+    with pytest.raises(ValueError, match="named by more than one source"):
+        stoker.Loader([str(dataset), str(dataset)], index="trust", **KW)
+
+
 def test_trust_needs_an_index_stoker_wrote(dataset: Path) -> None:
     expected, _ = epoch(dataset, index="ignore")
     got, loader = epoch(dataset, index="trust")  # no index: listed and read as with "use"
