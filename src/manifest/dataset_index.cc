@@ -177,6 +177,7 @@ arrow::Result<std::optional<std::vector<Footer>>> FootersFromIndex(DatasetIndex 
     Footer footer = shared;
     const auto& row_groups = index.files[RelativeTo(source.root, file.path)].row_groups;
     footer.serialized = CutFooter(index.skim, row_groups, kIndexFilesKey);
+    for (int rg : row_groups) footer.skimmed_rows.push_back(index.skim.row_groups[rg].num_rows);
     footers.push_back(std::move(footer));
   }
   return footers;

@@ -24,6 +24,9 @@ struct Footer {
   /// shared by the files of a summary file.
   std::shared_ptr<arrow::Schema> schema;
   std::shared_ptr<const parquet::arrow::SchemaManifest> schema_manifest;
+  /// For a footer cut from a dataset index: each row group's row count as the skimmer read
+  /// it, checked against the decoded footer (CheckCut). Empty for a footer read from a file.
+  std::vector<int64_t> skimmed_rows;
 };
 
 /// The Arrow schema and schema manifest a parquet::arrow::FileReader with default

@@ -319,6 +319,9 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
         WithContext(CatchAll([&]() -> arrow::Status {
                       BEGIN_PARQUET_CATCH_EXCEPTIONS
                       ARROW_ASSIGN_OR_RAISE(auto metadata, DecodeFooter(footers[i].serialized));
+                      if (!footers[i].skimmed_rows.empty()) {
+                        ARROW_RETURN_NOT_OK(CheckCut(*metadata, footers[i].skimmed_rows));
+                      }
                       ARROW_RETURN_NOT_OK(AddUnits(i, file, *metadata, &manifest->units_,
                                                    &manifest->num_rows_, &fingerprint));
                       file.footer = std::move(footers[i].serialized);

@@ -170,6 +170,18 @@ std::string CutFooter(const SummarySkim& skim, const std::vector<int>& row_group
   return std::move(writer).Finish();
 }
 
+arrow::Status CheckCut(const parquet::FileMetaData& decoded,
+                       const std::vector<int64_t>& skimmed_rows) {
+  bool same = decoded.num_row_groups() == static_cast<int>(skimmed_rows.size());
+  for (int rg = 0; same && rg < decoded.num_row_groups(); ++rg) {
+    same = decoded.RowGroup(rg)->num_rows() == skimmed_rows[rg];
+  }
+  if (same) return arrow::Status::OK();
+  return arrow::Status::Invalid(
+      "its row groups do not read the same whole and cut apart (malformed Thrift metadata); "
+      "rewrite it with `stoker index --overwrite`, or pass index=\"ignore\"");
+}
+
 arrow::Result<std::string_view> FooterBytes(std::string_view file) {
   constexpr size_t kMagic = 4, kLength = 4;
   if (file.size() < 2 * kMagic + kLength || file.substr(0, kMagic) != "PAR1") {

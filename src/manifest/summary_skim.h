@@ -2,6 +2,7 @@
 #pragma once
 
 #include <arrow/result.h>
+#include <parquet/metadata.h>
 
 #include <cstdint>
 #include <string>
@@ -54,6 +55,13 @@ arrow::Result<SummarySkim> SkimFileMetaData(std::string_view thrift);
 /// key-value entries but `drop_key`. Parquet C++ reads it as it reads the file's own.
 std::string CutFooter(const SummarySkim& skim, const std::vector<int>& row_groups,
                       std::string_view drop_key);
+
+/// OK when `decoded` (a CutFooter decoded by Parquet) has the row groups the skimmer cut,
+/// with the row counts it read (`skimmed_rows`); otherwise an error saying that the index's
+/// bytes do not read the same way whole and cut (malformed Thrift that Parquet's decoder
+/// and the skimmer walk differently), so that such an index is refused, never half-used.
+arrow::Status CheckCut(const parquet::FileMetaData& decoded,
+                       const std::vector<int64_t>& skimmed_rows);
 
 /// The FileMetaData bytes of a Parquet file's bytes (`PAR1` ... footer, length, `PAR1`).
 arrow::Result<std::string_view> FooterBytes(std::string_view file);
