@@ -6,8 +6,10 @@ with the loader's state in Ray Train's checkpoints (docs/ray.md).
 
 Each worker reads the batches of the rank Ray Train gives it: from a local stoker.Loader, or
 with --servers N from a stoker.ray.Fleet of N Flight servers this script starts (through
-stoker.RemoteLoader). Every --save-every steps each worker puts its loader's state_dict in the
-checkpoint it reports (rank 0 adds the model and optimizer). When a worker dies, Ray Train
+stoker.RemoteLoader; each server reserves one CPU of the cluster beside one per worker, so
+--servers 2 with 2 workers waits for CPUs forever on a 2-CPU machine's own Ray). Every
+--save-every steps each worker puts its loader's state_dict in the checkpoint it reports
+(rank 0 adds the model and optimizer). When a worker dies, Ray Train
 (FailureConfig(max_failures)) starts the workers again from the last checkpoint and the data
 continues with exactly the batches an uninterrupted run reads. --resume-from CHECKPOINT starts
 a run, with any --workers, from another run's checkpoint: the elastic rule splits what is left
@@ -128,7 +130,8 @@ def main() -> None:
     parser.add_argument("--address", help="the Ray cluster (default: RAY_ADDRESS or a new one)")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--servers", type=int, default=0,
-                        help="read from a stoker.ray.Fleet of this many servers (0: locally)")
+                        help="read from a stoker.ray.Fleet of this many servers, one CPU each "
+                             "(0: locally)")
     parser.add_argument("--epochs", type=int, default=1)
     parser.add_argument("--batch-size", type=int, default=512)
     parser.add_argument("--save-every", type=int, default=5)
