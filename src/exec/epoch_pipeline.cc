@@ -34,7 +34,6 @@ EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan
       batches_(std::move(batches)),
       prefetch_(options.ResolvedPrefetch()),
       lookahead_(options.shuffle ? 1 : options.ResolvedThreads()),
-      needed_first_(options.shuffle),
       row_layout_(StagingLayout(*source_, options)),
       record_chunks_(
           row_layout_ == nullptr
@@ -210,18 +209,7 @@ void EpochPipeline::Pump() {
     windows_.erase(windows_.begin(), windows_.lower_bound(keep_from));
   }
   if (next_assemble_ < count) {
-    const auto [first, last] = Range(next_assemble_);
-    while (next_window_ <= last) ScheduleWindow(next_window_++);
-    // Shuffled windows of many units: those the next batch needs are read first, and the
-    // lookahead is scheduled once they are loaded, so that its requests never compete with
-    // theirs (at the start of an epoch or a resume, and whenever the store is the
-    // bottleneck). Unshuffled windows are single units, read num_threads ahead.
-    if (needed_first_) {
-      for (int64_t w = first; w <= last; ++w) {
-        if (windows_.at(w).pending_units > 0) return;
-      }
-    }
-    const int64_t horizon = std::min(last + lookahead_, last_window_);
+    const int64_t horizon = std::min(Range(next_assemble_).second + lookahead_, last_window_);
     while (next_window_ <= horizon) ScheduleWindow(next_window_++);
   }
 }

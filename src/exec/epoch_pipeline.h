@@ -89,8 +89,6 @@ class EpochPipeline final : public BatchStream {
   std::vector<int64_t> schedule_;
   const int64_t prefetch_;
   const int64_t lookahead_;
-  /// Whether the lookahead waits until the windows the next batch needs are loaded.
-  const bool needed_first_;
   /// How units are staged row-major for the gather; null when they stay columnar.
   const std::shared_ptr<const RowLayout> row_layout_;
   /// Where staged units' records live, recycled from window to window.
