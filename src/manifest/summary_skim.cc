@@ -25,69 +25,65 @@ arrow::Status ExpectType(Type got, Type expected, const char* field) {
                                 static_cast<int>(got), ", not ", static_cast<int>(expected));
 }
 
-// A ColumnChunk: its file_path (field 1), the rest skipped.
-arrow::Status SkimColumnChunk(CompactReader* reader, std::string_view* file_path) {
+// Walks the fields of a struct up to its stop: `visit(id, type)` reads the value of a field
+// it wants and returns true; a field it returns false for is skipped.
+template <typename Visit>
+arrow::Status ForEachField(CompactReader* reader, Visit visit) {
   int16_t last_id = 0, id;
   Type type;
   while (true) {
     ARROW_RETURN_NOT_OK(reader->ReadFieldHeader(&last_id, &id, &type));
     if (type == Type::kStop) return arrow::Status::OK();
-    if (id == 1 && type == Type::kBinary) {
-      ARROW_RETURN_NOT_OK(reader->ReadBinary(file_path));
-    } else {
-      ARROW_RETURN_NOT_OK(reader->Skip(type));
-    }
+    ARROW_ASSIGN_OR_RAISE(const bool read, visit(id, type));
+    if (!read) ARROW_RETURN_NOT_OK(reader->Skip(type));
   }
+}
+
+// A ColumnChunk: its file_path (field 1), the rest skipped.
+arrow::Status SkimColumnChunk(CompactReader* reader, std::string_view* file_path) {
+  return ForEachField(reader, [&](int16_t id, Type type) -> arrow::Result<bool> {
+    if (id != 1 || type != Type::kBinary) return false;
+    ARROW_RETURN_NOT_OK(reader->ReadBinary(file_path));
+    return true;
+  });
 }
 
 // A RowGroup: its columns (field 1: count, and the first one's file_path) and num_rows
 // (field 3), the rest skipped.
 arrow::Status SkimRowGroup(CompactReader* reader, SummarySkim::RowGroup* row_group) {
   const int64_t begin = reader->position();
-  int16_t last_id = 0, id;
-  Type type;
-  while (true) {
-    ARROW_RETURN_NOT_OK(reader->ReadFieldHeader(&last_id, &id, &type));
-    if (type == Type::kStop) break;
-    if (id == 1 && type == Type::kList) {
-      int64_t columns;
-      Type element;
-      ARROW_RETURN_NOT_OK(reader->ReadListHeader(&columns, &element));
-      ARROW_RETURN_NOT_OK(ExpectType(element, Type::kStruct, "RowGroup.columns"));
-      if (columns > INT32_MAX) return arrow::Status::Invalid("malformed Thrift metadata");
-      row_group->num_columns = static_cast<int32_t>(columns);
-      for (int64_t c = 0; c < columns; ++c) {
-        if (c == 0) {
-          ARROW_RETURN_NOT_OK(SkimColumnChunk(reader, &row_group->file_path));
-        } else {
-          ARROW_RETURN_NOT_OK(reader->Skip(Type::kStruct));
-        }
-      }
-    } else if (id == 3 && type == Type::kI64) {
+  ARROW_RETURN_NOT_OK(ForEachField(reader, [&](int16_t id, Type type) -> arrow::Result<bool> {
+    if (id == 3 && type == Type::kI64) {
       ARROW_RETURN_NOT_OK(reader->ReadInt(&row_group->num_rows));
-    } else {
-      ARROW_RETURN_NOT_OK(reader->Skip(type));
+      return true;
     }
-  }
+    if (id != 1 || type != Type::kList) return false;
+    int64_t columns;
+    Type element;
+    ARROW_RETURN_NOT_OK(reader->ReadListHeader(&columns, &element));
+    ARROW_RETURN_NOT_OK(ExpectType(element, Type::kStruct, "RowGroup.columns"));
+    if (columns > INT32_MAX) return arrow::Status::Invalid("malformed Thrift metadata");
+    row_group->num_columns = static_cast<int32_t>(columns);
+    for (int64_t c = 0; c < columns; ++c) {
+      if (c == 0) {
+        ARROW_RETURN_NOT_OK(SkimColumnChunk(reader, &row_group->file_path));
+      } else {
+        ARROW_RETURN_NOT_OK(reader->Skip(Type::kStruct));
+      }
+    }
+    return true;
+  }));
   row_group->bytes = reader->Since(begin);
   return arrow::Status::OK();
 }
 
 arrow::Status SkimKeyValue(CompactReader* reader, SummarySkim::KeyValue* key_value) {
   const int64_t begin = reader->position();
-  int16_t last_id = 0, id;
-  Type type;
-  while (true) {
-    ARROW_RETURN_NOT_OK(reader->ReadFieldHeader(&last_id, &id, &type));
-    if (type == Type::kStop) break;
-    if (id == 1 && type == Type::kBinary) {
-      ARROW_RETURN_NOT_OK(reader->ReadBinary(&key_value->key));
-    } else if (id == 2 && type == Type::kBinary) {
-      ARROW_RETURN_NOT_OK(reader->ReadBinary(&key_value->value));
-    } else {
-      ARROW_RETURN_NOT_OK(reader->Skip(type));
-    }
-  }
+  ARROW_RETURN_NOT_OK(ForEachField(reader, [&](int16_t id, Type type) -> arrow::Result<bool> {
+    if ((id != 1 && id != 2) || type != Type::kBinary) return false;
+    ARROW_RETURN_NOT_OK(reader->ReadBinary(id == 1 ? &key_value->key : &key_value->value));
+    return true;
+  }));
   key_value->bytes = reader->Since(begin);
   return arrow::Status::OK();
 }
@@ -110,11 +106,7 @@ arrow::Status SkimStructList(CompactReader* reader, const char* field, std::vect
 arrow::Result<SummarySkim> SkimFileMetaData(std::string_view thrift) {
   SummarySkim skim;
   CompactReader reader(thrift);
-  int16_t last_id = 0, id;
-  Type type;
-  while (true) {
-    ARROW_RETURN_NOT_OK(reader.ReadFieldHeader(&last_id, &id, &type));
-    if (type == Type::kStop) break;
+  ARROW_RETURN_NOT_OK(ForEachField(&reader, [&](int16_t id, Type type) -> arrow::Result<bool> {
     if (id == kNumRows) {  // each file's is the sum of its row groups'
       int64_t ignored;
       ARROW_RETURN_NOT_OK(ExpectType(type, Type::kI64, "FileMetaData.num_rows"));
@@ -134,7 +126,8 @@ arrow::Result<SummarySkim> SkimFileMetaData(std::string_view thrift) {
       ARROW_RETURN_NOT_OK(reader.Skip(type));
       skim.fields.push_back({id, type, reader.Since(begin)});
     }
-  }
+    return true;
+  }));
   return skim;
 }
 
