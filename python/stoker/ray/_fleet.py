@@ -100,12 +100,17 @@ class Fleet:
     def addresses(self, timeout: float | None = None) -> list[str]:
         """The servers' Flight locations in share order (server k serves chunks c with
         c mod len == k). A server being restarted is waited for, up to ``timeout`` seconds
-        (None: as long as it takes); TimeoutError past it."""
+        (None: as long as it takes); TimeoutError past it. A server Ray cannot reach at this
+        moment (its node just lost, its restart not yet begun) is a ConnectionError: ask
+        again (RemoteLoader does, within its reconnect_timeout)."""
         try:
             return ray.get(self._controller.addresses.remote(timeout), timeout=timeout)
         except ray.exceptions.GetTimeoutError:
             raise TimeoutError(f"fleet '{self.name}': servers not back within "
                                f"{timeout:g} s") from None
+        except ray.exceptions.ActorUnavailableError as error:
+            raise ConnectionError(f"fleet '{self.name}': a server is unavailable for now: "
+                                  f"{error}") from error
 
     def servers(self) -> list[dict[str, Any]]:
         """Each server's location, process id, Ray node id and counters."""
