@@ -124,6 +124,11 @@ def test_a_lost_nodes_server_is_restarted_on_another_node(cluster, criteo: Path)
         assert {server["node_id"] for server in before} == {cluster.data_node_id,
                                                             spare.node_id}
         [lost_k] = [k for k, server in enumerate(before) if server["node_id"] == spare.node_id]
+        # The fleet's controller stays on the node that started it (here the head), never on
+        # a server's node, which may be lost.
+        assert ray.get(fleet._controller.__ray_call__.remote(
+            lambda _: ray.get_runtime_context().get_node_id())) == \
+            ray.get_runtime_context().get_node_id()
         remote = stoker.RemoteLoader(fleet, reconnect_timeout=120)
         epoch = iter(remote)
         # The node is lost before the reader opens the stream of the server on it (server 0

@@ -73,9 +73,11 @@ class Fleet:
             server_actor_options["resources"] = resources
         if label_selector:
             server_actor_options["label_selector"] = label_selector
-        # The controller takes no CPU and stays on the node that started the fleet.
+        # The controller takes no CPU and stays on the node that started the fleet. Not a
+        # soft affinity: Ray places a zero-resource actor with one anywhere (seen on 2.60),
+        # and a controller on a server's node would be lost with that node.
         here = NodeAffinitySchedulingStrategy(ray.get_runtime_context().get_node_id(),
-                                              soft=True)
+                                              soft=False)
         controller = ray.remote(FleetController).options(
             name=name, namespace=NAMESPACE, num_cpus=0, scheduling_strategy=here,
             lifetime="detached" if detached else None).remote(
