@@ -7,11 +7,14 @@ realized proportions of a weighted 3-source mixture against its weights (docs/mi
 Writes three criteo-preset datasets of 50%, 30% and 20% of --rows (once; kept in --dir). The
 overhead: one epoch of ``Mixture`` of the three sources without weights (each read once: the
 same rows) against one epoch of ``Loader([a, b, c])``, alternating, each loader built before
-its clock starts, the median rows/s of --repeats epochs each after one warm-up epoch; and
-the median CPU seconds the process spent on each epoch (every thread's, user + system): on a
-shared machine, whose other loads take wall-clock time from either loader at random, the
-CPU an epoch costs is the steadier figure. The proportions: one epoch of the three at weights 0.5/0.3/0.2 with epoch_rows = --rows, rows
-per source against the weights, in binomial standard deviations.
+its clock starts, both with the same worker threads in all (--threads, or the default
+budget; a mixture's num_threads is the total its sources share, and the table gives each
+side's), the median rows/s of --repeats epochs each after one warm-up epoch; and the median
+CPU seconds the process spent on each epoch (every thread's, user + system): on a shared
+machine, whose other loads take wall-clock time from either loader at random, the CPU an
+epoch costs is the steadier figure. The proportions: one epoch of the three at weights
+0.5/0.3/0.2 with epoch_rows = --rows, rows per source against the weights, in binomial
+standard deviations.
 """
 
 from __future__ import annotations
@@ -63,8 +66,11 @@ def overhead(paths: list[Path], options: dict, repeats: int) -> dict:
     rates: dict[str, list[float]] = {"single": [], "mixture": []}
     cpu: dict[str, list[float]] = {"single": [], "mixture": []}
     makers = {"single": single, "mixture": mixture}
+    workers = {}
     for name, make in makers.items():  # warm-up: page cache, allocator
-        epoch_rate(make())
+        loader = make()
+        epoch_rate(loader)
+        workers[name] = loader.stats()["threads"]  # every worker thread of the loader
     for i in range(repeats):
         order = ["single", "mixture"] if i % 2 == 0 else ["mixture", "single"]
         for name in order:
@@ -76,7 +82,8 @@ def overhead(paths: list[Path], options: dict, repeats: int) -> dict:
     mixture_rate = statistics.median(rates["mixture"])
     single_cpu = statistics.median(cpu["single"])
     mixture_cpu = statistics.median(cpu["mixture"])
-    return {"single_rows_per_s": rates["single"], "mixture_rows_per_s": rates["mixture"],
+    return {"single_workers": workers["single"], "mixture_workers": workers["mixture"],
+            "single_rows_per_s": rates["single"], "mixture_rows_per_s": rates["mixture"],
             "single_median": single_rate, "mixture_median": mixture_rate,
             "overhead": 1 - mixture_rate / single_rate,
             "single_cpu_seconds": cpu["single"], "mixture_cpu_seconds": cpu["mixture"],
@@ -128,11 +135,12 @@ def main() -> None:
 
     print(f"{args.rows:,} criteo rows in 3 sources (50/30/20%), batch_size {args.batch_size}, "
           f"num_threads {args.threads or 'default'}, load average {load[0]:.2f}")
-    print(f"| loader | rows/s (median of {args.repeats}) | runs |")
-    print("| --- | ---: | --- |")
+    print(f"| loader | worker threads in all | rows/s (median of {args.repeats}) | runs |")
+    print("| --- | ---: | ---: | --- |")
     for name in ("single", "mixture"):
         runs = ", ".join(f"{r / 1e6:.2f}M" for r in cost[f"{name}_rows_per_s"])
-        print(f"| {name} | {cost[f'{name}_median'] / 1e6:.2f}M | {runs} |")
+        print(f"| {name} | {cost[f'{name}_workers']} | {cost[f'{name}_median'] / 1e6:.2f}M "
+              f"| {runs} |")
     print(f"overhead of the mixture: {cost['overhead'] * 100:+.1f}% (target <= 5%)")
     print(f"| loader | CPU s per epoch (median of {args.repeats}) | runs |")
     print("| --- | ---: | --- |")

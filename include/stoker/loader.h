@@ -22,6 +22,7 @@ namespace stoker {
 class EpochPlan;
 class Manifest;
 class Stats;
+class TaskPool;
 class TransformSpec;
 struct PlanConfig;
 struct UnitSource;
@@ -86,8 +87,10 @@ class Loader {
   /// The plan a stream follows, and the batches of it the stream delivers.
   arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> PlanStream(
       const StreamSpec& spec) const;
-  /// Starts a stream (see StreamSpec).
-  arrow::Result<std::unique_ptr<BatchStream>> StartStream(const StreamSpec& spec) const;
+  /// Starts a stream (see StreamSpec). Its work runs on `workers` when given (a pool several
+  /// streams share: a mixture's sources), else on options().num_threads threads of its own.
+  arrow::Result<std::unique_ptr<BatchStream>> StartStream(
+      const StreamSpec& spec, std::shared_ptr<TaskPool> workers = nullptr) const;
   /// This loader with LoaderOptions::shuffle_window set to `rows`: the same dataset, filter
   /// counts and stats (its epochs count in this loader's), nothing read again. How a
   /// mixture gives each source its share of the mixture's window.

@@ -44,8 +44,11 @@ class MixtureLoader(_cursor.EpochLoader):
         shuffle_window: rows mixed together, split among the sources by their share of the
             epoch's positions (a batch draws from all their windows at once): memory holds
             about as many decoded rows as a Loader's. None: 262144.
-        num_threads, prefetch, cache_dir, cache_limit_bytes, cache_policy, storage_options,
-            index: per source: each source's engine has its own worker threads.
+        num_threads: the worker threads of the whole mixture, as a Loader's (None: this
+            rank's share of the CPUs): one pool every source's engine submits its work to,
+            not threads per source.
+        prefetch, cache_dir, cache_limit_bytes, cache_policy, storage_options, index: per
+            source (each source's engine keeps its own ``prefetch`` batches).
         output: "numpy", "torch", "jax", "tensorflow" or "arrow".
     """
 
@@ -148,7 +151,8 @@ class MixtureLoader(_cursor.EpochLoader):
 
     def stats(self) -> dict[str, Any]:
         """``rows`` and ``batches`` delivered over the loader's life, ``rows_per_source`` (the
-        rows each source delivered, by name), ``epoch_rows``, and ``sources``: per source its
+        rows each source delivered, by name), ``epoch_rows``, ``threads`` (the workers all
+        the sources share), and ``sources``: per source its
         name, weight, repeat, rows per epoch, shuffle window (its share of the mixture's),
         rows delivered and its engine's own ``stats()``
         (whose ``rows`` count what the engine assembled, read-ahead included)."""
@@ -164,6 +168,7 @@ class MixtureLoader(_cursor.EpochLoader):
             "rows": sum(s["rows_delivered"] for s in sources),
             "batches": self._reader.batches_delivered(),
             "epoch_rows": self._plan.epoch_rows,
+            "threads": self._reader.num_threads,
             "rows_per_source": {s["name"]: s["rows_delivered"] for s in sources},
             "sources": sources,
         }

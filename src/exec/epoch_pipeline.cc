@@ -27,7 +27,7 @@ std::shared_ptr<const RowLayout> StagingLayout(const UnitSource& source,
 
 EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan plan,
                              std::vector<int64_t> batches, const LoaderOptions& options,
-                             std::shared_ptr<Stats> stats)
+                             std::shared_ptr<Stats> stats, std::shared_ptr<TaskPool> workers)
     : source_(std::move(source)),
       plan_(std::move(plan)),
       assembler_(source_),
@@ -40,7 +40,7 @@ EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan
               ? nullptr
               : ChunkPool::Make(row_layout_->stride << row_layout_->chunk_shift, source_->pool)),
       stats_(std::move(stats)),
-      workers_(options.ResolvedThreads()) {
+      workers_(std::move(workers)) {
   MutexLock lock(mutex_);
   // The windows these batches read, in order (all of the rank's, or a server's share).
   for (int64_t batch : batches_) {
@@ -59,9 +59,10 @@ EpochPipeline::~EpochPipeline() {
     cancelled_ = true;
   }
   ready_cv_.NotifyAll();
-  // Workers first: a running cache lookup may still start a fetch, and only once they are
-  // joined can no new fetch begin. The fetches' callbacks then find the pool shut down.
-  workers_.Shutdown();
+  // Workers first: a running cache lookup may still start a fetch, and only once this
+  // pipeline's tasks are done can no new fetch begin. The fetches' callbacks then find the
+  // group closed.
+  workers_.Close();
   // Fetch callbacks refer to this pipeline: wait until none is outstanding.
   MutexLock lock(fetch_mutex_);
   while (fetches_in_flight_ > 0) fetches_done_.Wait(fetch_mutex_);
@@ -69,7 +70,7 @@ EpochPipeline::~EpochPipeline() {
 
 void EpochPipeline::RunOnWorker(std::function<void()> task, bool urgent) {
   const arrow::Status status = workers_.Submit(std::move(task), urgent);
-  // Refused only once the destructor has shut the pool down, when nothing waits for the
+  // Refused only once the destructor has closed the group, when nothing waits for the
   // task's result any more: dropping it is then right.
   ARROW_DCHECK(status.ok() || status.IsCancelled()) << status.ToString();
 }

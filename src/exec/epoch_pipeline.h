@@ -27,10 +27,11 @@ namespace stoker {
 /// when a unit finishes or the consumer takes a batch), so no task ever waits on another.
 class EpochPipeline final : public BatchStream {
  public:
-  /// Delivers `batches` (indices into the plan's batches, increasing) in that order.
+  /// Delivers `batches` (indices into the plan's batches, increasing) in that order; its
+  /// tasks run on `workers` (its own pool, or one other pipelines share).
   EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan plan,
                 std::vector<int64_t> batches, const LoaderOptions& options,
-                std::shared_ptr<Stats> stats);
+                std::shared_ptr<Stats> stats, std::shared_ptr<TaskPool> workers);
   ~EpochPipeline() override;
 
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() override EXCLUDES(mutex_);
@@ -120,7 +121,9 @@ class EpochPipeline final : public BatchStream {
   /// Signalled when fetches_in_flight_ drops.
   CondVar fetches_done_;
 
-  TaskPool workers_;
+  /// This pipeline's tasks on the pool; closed (its tasks dropped or finished) first thing
+  /// in the destructor.
+  TaskGroup workers_;
 };
 
 }  // namespace stoker

@@ -44,6 +44,7 @@ arrow::Result<std::shared_ptr<const MixtureConfig>> MakeMixtureConfig(
   config->batch_size = options.batch_size;
   config->drop_last = options.drop_last;
   config->prefetch = options.ResolvedPrefetch();
+  config->num_threads = options.ResolvedThreads();
   config->pool = pool;
   return config;
 }
@@ -56,8 +57,10 @@ arrow::Result<std::unique_ptr<MixtureStream>> MixtureStream::Make(
       config->strides.size() != n) {
     return arrow::Status::Invalid("a mixture needs one loader and one stride per plan source");
   }
-  if (config->batch_size < 1 || config->prefetch < 1 || config->pool == nullptr) {
-    return arrow::Status::Invalid("a mixture needs batch_size >= 1, prefetch >= 1 and a pool");
+  if (config->batch_size < 1 || config->prefetch < 1 || config->num_threads < 1 ||
+      config->pool == nullptr) {
+    return arrow::Status::Invalid(
+        "a mixture needs batch_size >= 1, prefetch >= 1, num_threads >= 1 and a pool");
   }
   for (const Segment& segment : segments) {
     if (segment.begin < 0 || segment.end <= segment.begin ||
@@ -68,10 +71,13 @@ arrow::Result<std::unique_ptr<MixtureStream>> MixtureStream::Make(
     }
   }
   const arrow::Schema& schema = *config->sources[0]->schema();
+  // One budget of workers for the epoch, taken by whichever source has work: as many
+  // threads as a Loader's, where a pool per source ran num_threads times the sources.
+  auto workers = std::make_shared<TaskPool>(config->num_threads);
   std::vector<SourceRows> sources;
   sources.reserve(n);
   for (const auto& loader : config->sources) {
-    ARROW_ASSIGN_OR_RAISE(auto rows, SourceRows::Make(loader, schema));
+    ARROW_ASSIGN_OR_RAISE(auto rows, SourceRows::Make(loader, schema, workers));
     sources.push_back(std::move(rows));
   }
   std::unique_ptr<MixtureStream> stream(new MixtureStream(

@@ -35,13 +35,16 @@ struct MixtureConfig {
   bool drop_last = false;
   /// Mixed batches assembled ahead of the consumer (>= 1).
   int prefetch = 1;
+  /// Worker threads of each epoch, which all the sources' engines share: the mixture's
+  /// num_threads is the total, as a Loader's (>= 1).
+  int num_threads = 1;
   /// Where the mixed batches' buffers come from.
   arrow::MemoryPool* pool = nullptr;
 };
 
 /// The config of a mixture of `sources` (loaders of world size 1, each built with the
-/// mixture's options) under `plan`; batch_size, drop_last and prefetch are the first
-/// loader's. Each source is read through a copy of its loader whose shuffle window is its
+/// mixture's options) under `plan`; batch_size, drop_last, prefetch and num_threads are the
+/// first loader's. Each source is read through a copy of its loader whose shuffle window is its
 /// share of the epoch's positions times the mixture's window (at least 1 row): a mixed batch
 /// draws from all the sources' windows at once, so together they hold about one Loader's
 /// window, not one each (three full windows measured 3x the page faults and cache misses of
@@ -75,7 +78,9 @@ class MixtureTally {
 ///
 /// Bounds: at most config.prefetch mixed batches ready ahead of the consumer, plus the one
 /// being gathered; each source's engine holds its own bounds (one epoch open at a time).
-/// Destroying the stream stops its thread and the sources' engines and joins them.
+/// Threads: this one plus config.num_threads workers, one pool every source's engine
+/// submits its tasks to. Destroying the stream stops its thread and the sources' engines and
+/// joins them.
 class MixtureStream final : public BatchStream {
  public:
   /// Starts `epoch` for the rank whose positions are `segments` (begin < end each, in order);

@@ -14,7 +14,8 @@ constexpr std::chrono::milliseconds kStopPollInterval{20};
 }  // namespace
 
 arrow::Result<SourceRows> SourceRows::Make(std::shared_ptr<const Loader> loader,
-                                           const arrow::Schema& schema) {
+                                           const arrow::Schema& schema,
+                                           std::shared_ptr<TaskPool> workers) {
   const arrow::Schema& own = *loader->schema();
   std::vector<int> columns;
   for (const auto& field : schema.fields()) {
@@ -23,12 +24,16 @@ arrow::Result<SourceRows> SourceRows::Make(std::shared_ptr<const Loader> loader,
       return arrow::Status::KeyError("a mixture source has no column '", field->name(), "'");
     columns.push_back(i);
   }
-  return SourceRows(std::move(loader), std::move(columns), arrow::schema(schema.fields()));
+  return SourceRows(std::move(loader), std::move(columns), arrow::schema(schema.fields()),
+                    std::move(workers));
 }
 
 SourceRows::SourceRows(std::shared_ptr<const Loader> loader, std::vector<int> columns,
-                       std::shared_ptr<arrow::Schema> schema)
-    : loader_(std::move(loader)), columns_(std::move(columns)), schema_(std::move(schema)) {}
+                       std::shared_ptr<arrow::Schema> schema, std::shared_ptr<TaskPool> workers)
+    : loader_(std::move(loader)),
+      columns_(std::move(columns)),
+      schema_(std::move(schema)),
+      workers_(std::move(workers)) {}
 
 arrow::Status SourceRows::Take(int64_t start, int64_t count, const std::atomic<bool>& stop,
                                std::vector<BatchSlice>* out) {
@@ -49,12 +54,17 @@ arrow::Status SourceRows::Open(int64_t start) {
   batch_.reset();
   offset_ = 0;
   const int64_t rows = loader_->num_rows();
-  source_epoch_ = start / rows;
-  const int64_t skipped = start % rows;
-  std::vector<ResumeRound> resumed;
-  if (skipped > 0) resumed.push_back({1, skipped});
-  ARROW_ASSIGN_OR_RAISE(epoch_, loader_->StartEpoch(source_epoch_, resumed));
+  ARROW_RETURN_NOT_OK(StartEngine(start / rows, start % rows));
   position_ = start;
+  return arrow::Status::OK();
+}
+
+arrow::Status SourceRows::StartEngine(int64_t epoch, int64_t skipped) {
+  Loader::StreamSpec spec;
+  spec.epoch = epoch;
+  if (skipped > 0) spec.resumed.push_back({1, skipped});
+  ARROW_ASSIGN_OR_RAISE(epoch_, loader_->StartStream(spec, workers_));
+  source_epoch_ = epoch;
   return arrow::Status::OK();
 }
 
@@ -72,9 +82,8 @@ arrow::Status SourceRows::Fill(const std::atomic<bool>& stop) {
       offset_ = 0;
       return arrow::Status::OK();
     }
-    epoch_.reset();  // joins its workers before the next epoch's start
-    ++source_epoch_;
-    ARROW_ASSIGN_OR_RAISE(epoch_, loader_->StartEpoch(source_epoch_));
+    epoch_.reset();  // its tasks are done before the next epoch's start
+    ARROW_RETURN_NOT_OK(StartEngine(source_epoch_ + 1, 0));
   }
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "assemble/slice_gather.h"
+#include "exec/task_pool.h"
 #include "stoker/batch_stream.h"
 #include "stoker/loader.h"
 
@@ -23,14 +24,17 @@ namespace stoker {
 /// engine at `start` (a resume of that epoch after z mod T rows: nothing before it is read).
 ///
 /// Bounds: at most one engine epoch is open (its read-ahead is the source loader's
-/// `prefetch` batches), plus the one engine batch being handed out. Rows are handed out as
+/// `prefetch` batches), plus the one engine batch being handed out. The engine's work runs
+/// on the mixture's pool of workers, which every source shares. Rows are handed out as
 /// slices of the engine's batches, never copied here. Not thread-safe: one reader.
 class SourceRows {
  public:
   /// Hands out `loader`'s rows with their columns in the order of `schema` (the mixture's
-  /// output): a KeyError names a column of `schema` the source does not give.
+  /// output), its engine's epochs running on `workers`: a KeyError names a column of
+  /// `schema` the source does not give.
   static arrow::Result<SourceRows> Make(std::shared_ptr<const Loader> loader,
-                                        const arrow::Schema& schema);
+                                        const arrow::Schema& schema,
+                                        std::shared_ptr<TaskPool> workers);
 
   /// Appends rows [start, start + count) of Z to `out` as slices. Blocks on the engine;
   /// returns Cancelled soon after `stop` becomes true.
@@ -39,7 +43,9 @@ class SourceRows {
 
  private:
   SourceRows(std::shared_ptr<const Loader> loader, std::vector<int> columns,
-             std::shared_ptr<arrow::Schema> schema);
+             std::shared_ptr<arrow::Schema> schema, std::shared_ptr<TaskPool> workers);
+  /// Starts the engine's epoch `epoch` after its first `skipped` rows.
+  arrow::Status StartEngine(int64_t epoch, int64_t skipped);
   /// Starts the engine at row `start` of Z.
   arrow::Status Open(int64_t start);
   /// Takes the next engine batch, going on into the source's next epoch at the end of one.
@@ -49,6 +55,7 @@ class SourceRows {
   /// Index in the engine's batches of each output column.
   std::vector<int> columns_;
   std::shared_ptr<arrow::Schema> schema_;
+  std::shared_ptr<TaskPool> workers_;
   std::unique_ptr<BatchStream> epoch_;  // the engine epoch being read; null before Open
   int64_t source_epoch_ = 0;
   int64_t position_ = -1;                      // the row of Z that batch_'s first unconsumed row is

@@ -3,15 +3,41 @@
 
 #include <pthread.h>
 
+#include <algorithm>
+#include <limits>
+#include <utility>
+
 namespace stoker {
 
+namespace {
+
+// running_'s mark of an idle worker (no group has this id).
+constexpr uint64_t kNone = std::numeric_limits<uint64_t>::max();
+
+// Moves the tasks of `group` (every group when kNone) from `queue` to `out`.
+template <typename Queue>
+void TakeGroup(Queue* queue, uint64_t group, Queue* out) {
+  auto keep = std::stable_partition(queue->begin(), queue->end(), [group](const auto& task) {
+    return group != kNone && task.group != group;
+  });
+  std::move(keep, queue->end(), std::back_inserter(*out));
+  queue->erase(keep, queue->end());
+}
+
+}  // namespace
+
 TaskPool::TaskPool(int num_threads) {
+  {
+    MutexLock lock(mutex_);
+    open_.insert(kOwnGroup);
+    running_.assign(static_cast<size_t>(std::max(num_threads, 0)), kNone);
+  }
   threads_.reserve(num_threads);
   for (int i = 0; i < num_threads; ++i) {
-    threads_.emplace_back([this] {
+    threads_.emplace_back([this, i] {
       // The name tools show (top -H, /proc/PID/task/*/comm, gdb), and tests count by.
       pthread_setname_np(pthread_self(), kThreadName);
-      Work();
+      Work(static_cast<size_t>(i));
     });
   }
 }
@@ -19,9 +45,15 @@ TaskPool::TaskPool(int num_threads) {
 TaskPool::~TaskPool() { Shutdown(); }
 
 arrow::Status TaskPool::Submit(std::function<void()> task, bool urgent) {
+  return Submit(Task{std::move(task), kOwnGroup}, urgent);
+}
+
+arrow::Status TaskPool::Submit(Task task, bool urgent) {
   {
     MutexLock lock(mutex_);
-    if (stopping_) return arrow::Status::Cancelled("the task pool is shut down");
+    if (stopping_ || open_.count(task.group) == 0) {
+      return arrow::Status::Cancelled("the task pool is shut down");
+    }
     // Not `(urgent ? urgent_ : normal_)`: the analysis does not see through the conditional.
     if (urgent) {
       urgent_.push_back(std::move(task));
@@ -33,15 +65,35 @@ arrow::Status TaskPool::Submit(std::function<void()> task, bool urgent) {
   return arrow::Status::OK();
 }
 
-void TaskPool::Shutdown() {
+uint64_t TaskPool::OpenGroup() {
+  MutexLock lock(mutex_);
+  const uint64_t group = next_group_++;
+  open_.insert(group);
+  return group;
+}
+
+void TaskPool::CloseGroup(uint64_t group) {
   // The dropped tasks are destroyed after the lock is released: their captures' destructors
   // (buffers, readers) run no code under it.
-  std::deque<std::function<void()>> dropped_urgent, dropped_normal;
+  std::deque<Task> dropped;
+  MutexLock lock(mutex_);
+  open_.erase(group);
+  TakeGroup(&urgent_, group, &dropped);
+  TakeGroup(&normal_, group, &dropped);
+  ++closing_;
+  while (std::find(running_.begin(), running_.end(), group) != running_.end()) {
+    finished_.Wait(mutex_);
+  }
+  --closing_;
+}
+
+void TaskPool::Shutdown() {
+  std::deque<Task> dropped_urgent, dropped_normal;
   {
     MutexLock lock(mutex_);
     stopping_ = true;
-    dropped_urgent.swap(urgent_);
-    dropped_normal.swap(normal_);
+    TakeGroup(&urgent_, kNone, &dropped_urgent);
+    TakeGroup(&normal_, kNone, &dropped_normal);
   }
   wake_.NotifyAll();
   for (auto& thread : threads_) {
@@ -49,19 +101,34 @@ void TaskPool::Shutdown() {
   }
 }
 
-void TaskPool::Work() {
+void TaskPool::Work(size_t worker) {
   for (;;) {
-    std::function<void()> task;
+    Task task;
     {
       MutexLock lock(mutex_);
+      running_[worker] = kNone;
+      if (closing_ > 0) finished_.NotifyAll();
       while (!stopping_ && urgent_.empty() && normal_.empty()) wake_.Wait(mutex_);
       if (stopping_) return;
       auto& queue = urgent_.empty() ? normal_ : urgent_;
       task = std::move(queue.front());
       queue.pop_front();
+      running_[worker] = task.group;
     }
-    task();
+    task.run();
+    // Its captures go before the worker is marked idle: a closed group's pipeline may be
+    // destroyed as soon as none of its tasks runs.
+    task.run = nullptr;
   }
 }
+
+TaskGroup::TaskGroup(std::shared_ptr<TaskPool> pool)
+    : pool_(std::move(pool)), id_(pool_->OpenGroup()) {}
+
+arrow::Status TaskGroup::Submit(std::function<void()> task, bool urgent) {
+  return pool_->Submit(TaskPool::Task{std::move(task), id_}, urgent);
+}
+
+void TaskGroup::Close() { pool_->CloseGroup(id_); }
 
 }  // namespace stoker

@@ -3,9 +3,12 @@
 
 #include <arrow/status.h>
 
+#include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 #include "util/thread_annotations.h"
@@ -13,8 +16,10 @@
 namespace stoker {
 
 /// A fixed set of owned worker threads running tasks from two FIFO queues, urgent first.
-/// The queues are bounded by the caller (BatchStream admits at most its prefetch and window
-/// limits). Tasks never wait on other tasks. Shutdown() drops queued tasks and joins.
+/// Every task belongs to a group (TaskGroup): one pool may serve several epochs at once (a
+/// mixture's sources share one budget of workers), and each closes its own group alone.
+/// The queues are bounded by the callers (each BatchStream admits at most its prefetch and
+/// window limits). Tasks never wait on other tasks. Shutdown() drops queued tasks and joins.
 class TaskPool {
  public:
   /// Every pool thread's name (at most 15 characters, the kernel's limit).
@@ -25,22 +30,65 @@ class TaskPool {
   TaskPool(const TaskPool&) = delete;
   TaskPool& operator=(const TaskPool&) = delete;
 
-  /// Queues a task; Cancelled (and the task is dropped unrun) once Shutdown() has begun.
+  /// Queues a task of the pool's own group; Cancelled (and the task is dropped unrun) once
+  /// Shutdown() has begun.
   arrow::Status Submit(std::function<void()> task, bool urgent) EXCLUDES(mutex_);
   /// Drops queued tasks, lets running ones finish, joins the threads. Idempotent; not to be
   /// called from a task, nor from two threads at once.
   void Shutdown() EXCLUDES(mutex_);
 
  private:
-  void Work() EXCLUDES(mutex_);
+  friend class TaskGroup;
+  struct Task {
+    std::function<void()> run;
+    uint64_t group;
+  };
+  /// The group the pool's own Submit() uses; open until Shutdown().
+  static constexpr uint64_t kOwnGroup = 0;
+
+  uint64_t OpenGroup() EXCLUDES(mutex_);
+  arrow::Status Submit(Task task, bool urgent) EXCLUDES(mutex_);
+  /// Refuses the group's new tasks, drops its queued ones, waits for its running ones.
+  void CloseGroup(uint64_t group) EXCLUDES(mutex_);
+  void Work(size_t worker) EXCLUDES(mutex_);
 
   Mutex mutex_;
   CondVar wake_;
-  std::deque<std::function<void()>> urgent_ GUARDED_BY(mutex_);
-  std::deque<std::function<void()>> normal_ GUARDED_BY(mutex_);
+  /// Signalled when a task finishes while a CloseGroup waits (closing_ > 0).
+  CondVar finished_;
+  std::deque<Task> urgent_ GUARDED_BY(mutex_);
+  std::deque<Task> normal_ GUARDED_BY(mutex_);
+  /// Groups that may submit: kOwnGroup and every TaskGroup not closed yet.
+  std::unordered_set<uint64_t> open_ GUARDED_BY(mutex_);
+  uint64_t next_group_ GUARDED_BY(mutex_) = kOwnGroup + 1;
+  /// The group of the task each worker runs; kNone when idle.
+  std::vector<uint64_t> running_ GUARDED_BY(mutex_);
+  int closing_ GUARDED_BY(mutex_) = 0;
   bool stopping_ GUARDED_BY(mutex_) = false;
   /// Written by the constructor, joined by Shutdown(); never touched by the workers.
   std::vector<std::thread> threads_;
+};
+
+/// One client's tasks on a TaskPool that may be shared (each source engine of a mixture
+/// submits to the mixture's one pool): Close() refuses the group's new tasks, drops its
+/// queued ones and waits for its running ones, while other groups' tasks go on. Holds the
+/// pool alive.
+class TaskGroup {
+ public:
+  explicit TaskGroup(std::shared_ptr<TaskPool> pool);
+  ~TaskGroup() { Close(); }
+  TaskGroup(const TaskGroup&) = delete;
+  TaskGroup& operator=(const TaskGroup&) = delete;
+
+  /// Queues a task; Cancelled (and the task is dropped unrun) once Close() has begun or the
+  /// pool is shut down.
+  arrow::Status Submit(std::function<void()> task, bool urgent);
+  /// Idempotent; not to be called from a task of this pool.
+  void Close();
+
+ private:
+  const std::shared_ptr<TaskPool> pool_;
+  const uint64_t id_;
 };
 
 }  // namespace stoker

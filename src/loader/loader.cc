@@ -356,10 +356,13 @@ arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> Loader::PlanStream(
   return std::make_pair(std::move(plan), std::move(batches));
 }
 
-arrow::Result<std::unique_ptr<BatchStream>> Loader::StartStream(const StreamSpec& spec) const {
+arrow::Result<std::unique_ptr<BatchStream>> Loader::StartStream(
+    const StreamSpec& spec, std::shared_ptr<TaskPool> workers) const {
   ARROW_ASSIGN_OR_RAISE(auto planned, PlanStream(spec));
+  if (workers == nullptr) workers = std::make_shared<TaskPool>(options_.ResolvedThreads());
   return std::make_unique<EpochPipeline>(source_, std::move(planned.first),
-                                         std::move(planned.second), options_, stats_);
+                                         std::move(planned.second), options_, stats_,
+                                         std::move(workers));
 }
 
 arrow::Status Loader::RestoreDeliveredDigest(const std::string& hex) {

@@ -59,6 +59,7 @@ class MixtureReader {
     for (const auto& source : config_->sources) out.push_back(source->options().shuffle_window);
     return out;
   }
+  int NumThreads() const { return config_->num_threads; }
   std::vector<int64_t> RowsDelivered() const { return tally_->rows(); }
   int64_t BatchesDelivered() const { return tally_->batches(); }
 
@@ -117,6 +118,8 @@ void BindMixture(nb::module_& m) {
            "batches are gathered ahead of the consumer on a thread of its own.")
       .def_prop_ro("shuffle_windows", &MixtureReader::ShuffleWindows,
                    "Each source's share of the mixture's shuffle window, in rows.")
+      .def_prop_ro("num_threads", &MixtureReader::NumThreads,
+                   "Worker threads of each epoch, which every source's engine shares.")
       .def("rows_delivered", &MixtureReader::RowsDelivered,
            "Rows each source delivered, over every epoch started here.")
       .def("batches_delivered", &MixtureReader::BatchesDelivered);

@@ -166,5 +166,75 @@ TEST(TaskPoolTest, SubmitAfterShutdownIsReported) {
   EXPECT_FALSE(ran);
 }
 
+TEST(TaskGroupTest, GroupsShareThePoolsWorkers) {
+  auto pool = std::make_shared<TaskPool>(2);
+  TaskGroup a(pool), b(pool);
+  Counter done;
+  std::atomic<int> ran_a{0}, ran_b{0};
+  for (int i = 0; i < 100; ++i) {
+    ASSERT_TRUE(a.Submit(
+                     [&] {
+                       ran_a.fetch_add(1);
+                       done.Add();
+                     },
+                     /*urgent=*/i % 2 == 0)
+                    .ok());
+    ASSERT_TRUE(b.Submit(
+                     [&] {
+                       ran_b.fetch_add(1);
+                       done.Add();
+                     },
+                     /*urgent=*/false)
+                    .ok());
+  }
+  ASSERT_TRUE(done.Await(200));
+  EXPECT_EQ(ran_a.load(), 100);
+  EXPECT_EQ(ran_b.load(), 100);
+}
+
+TEST(TaskGroupTest, CloseDropsItsQueuedTasksWaitsForItsRunningOneAndLeavesOthers) {
+  auto pool = std::make_shared<TaskPool>(1);
+  TaskGroup closed(pool), other(pool);
+  Gate gate;
+  Counter started;
+  std::atomic<bool> running_finished{false};
+  ASSERT_TRUE(closed
+                  .Submit(
+                      [&] {
+                        started.Add();
+                        gate.Wait();
+                        std::this_thread::sleep_for(50ms);
+                        running_finished = true;
+                      },
+                      /*urgent=*/false)
+                  .ok());
+  ASSERT_TRUE(started.Await(1));  // the only worker runs the closed group's task
+  std::atomic<int> ran_closed{0};
+  Counter ran_other;
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(closed.Submit([&] { ran_closed.fetch_add(1); }, /*urgent=*/i % 2 == 0).ok());
+    ASSERT_TRUE(other.Submit([&] { ran_other.Add(); }, /*urgent=*/i % 2 == 1).ok());
+  }
+  std::thread closer([&] { closed.Close(); });
+  // Close has dropped the group's queue once the group refuses new tasks.
+  while (closed.Submit([] {}, /*urgent=*/false).ok()) std::this_thread::sleep_for(1ms);
+  gate.Open();
+  closer.join();
+  EXPECT_TRUE(running_finished.load()) << "Close returned before its running task finished";
+  ASSERT_TRUE(ran_other.Await(5)) << "the other group's tasks did not run";
+  EXPECT_EQ(ran_closed.load(), 0);
+  EXPECT_TRUE(closed.Submit([] {}, /*urgent=*/true).IsCancelled());
+  EXPECT_TRUE(other.Submit([] {}, /*urgent=*/true).ok());
+}
+
+TEST(TaskGroupTest, RefusesTasksOnceThePoolIsShutDown) {
+  auto pool = std::make_shared<TaskPool>(1);
+  TaskGroup group(pool);
+  pool->Shutdown();
+  EXPECT_TRUE(group.Submit([] {}, /*urgent=*/false).IsCancelled());
+  group.Close();
+  group.Close();  // idempotent
+}
+
 }  // namespace
 }  // namespace stoker

@@ -5,7 +5,9 @@ errors that name the source, column or option."""
 
 from __future__ import annotations
 
+import gc
 import math
+import os
 from collections import Counter
 from pathlib import Path
 
@@ -274,6 +276,33 @@ def test_stats_report_rows_per_source(sources):
     assert stats["batches"] == len(loader)
     # The sources share the mixture's shuffle_window (1000) by their share of the epoch.
     assert [s["shuffle_window"] for s in stats["sources"]] == [500, 300, 200]
+
+
+def _workers() -> int:
+    """The engine's worker threads alive in this process, counted by name."""
+    count = 0
+    for task in os.listdir("/proc/self/task"):
+        try:
+            with open(f"/proc/self/task/{task}/comm") as comm:
+                count += comm.read().strip() == "stoker-worker"
+        except FileNotFoundError:  # the thread ended while we looked
+            pass
+    return count
+
+
+def test_num_threads_is_the_total_all_sources_share(sources):
+    gc.collect()
+    before = _workers()
+    # prefetch=1 and 63 batches: the epoch is still being gathered while the threads are
+    # counted (its pool goes once the last batch is gathered).
+    loader = _loader(_mixture(sources, epoch_rows=4000), batch_size=64, num_threads=3,
+                     prefetch=1)
+    epoch = iter(loader)
+    next(epoch)
+    # One pool of 3 for the epoch, not 3 for each of the 3 sources' engines.
+    assert _workers() - before == 3
+    assert loader.stats()["threads"] == 3
+    assert sum(1 for _ in epoch) == len(loader) - 1
 
 
 def test_per_source_filter_columns_and_arrow_output(sources):
