@@ -46,7 +46,7 @@ arrow::Status CheckTensorOutput(const UnitSource& source) {
 
 // Per output column, for Arrow output: read as it is (no transform or codec changed it), of
 // a fixed-width or bool type, and free of nulls by the Parquet statistics of every row group.
-arrow::Result<std::vector<bool>> ProvenNonNull(const UnitSource& source) {
+std::vector<bool> ProvenNonNull(const UnitSource& source) {
   const auto& output = *source.output_schema;
   const auto& read = *source.manifest->schema();
   std::vector<std::string> candidates;
@@ -60,7 +60,7 @@ arrow::Result<std::vector<bool>> ProvenNonNull(const UnitSource& source) {
       candidates.push_back(name);
     }
   }
-  ARROW_ASSIGN_OR_RAISE(auto proven, ColumnsWithoutNullsByStatistics(*source.manifest, candidates));
+  const auto proven = ColumnsWithoutNullsByStatistics(*source.manifest, candidates);
   std::vector<bool> non_null;
   for (const auto& field : output.fields()) {
     non_null.push_back(std::find(proven.begin(), proven.end(), field->name()) != proven.end());
@@ -206,7 +206,7 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
     ARROW_RETURN_NOT_OK(CheckTensorOutput(*source));
     source->non_null.assign(source->output_schema->num_fields(), true);
   } else {
-    ARROW_ASSIGN_OR_RAISE(source->non_null, ProvenNonNull(*source));
+    source->non_null = ProvenNonNull(*source);
   }
   ARROW_RETURN_NOT_OK(SetUpUnits(options, stats.get(), source.get()));
   if (options.on_error == OnError::kSkip) {

@@ -86,6 +86,31 @@ arrow::Status AddUnits(size_t i, const ManifestFile& file, const parquet::FileMe
   return arrow::Status::OK();
 }
 
+// Adds file `i`'s row groups to what the statistics say of each projected column's nulls.
+void NoteNullCounts(size_t i, const ManifestFile& file, const parquet::FileMetaData& metadata,
+                    std::vector<ColumnNullCounts>* columns) {
+  for (size_t field = 0; field < columns->size(); ++field) {
+    ColumnNullCounts& column = (*columns)[field];
+    const auto& leaves = file.column_leaves[field];
+    if (leaves.empty()) column.proven_none = false;
+    if (!column.proven_none && column.file >= 0) continue;  // nothing left to learn
+    for (int rg = 0; rg < metadata.num_row_groups(); ++rg) {
+      const auto row_group = metadata.RowGroup(rg);
+      for (int leaf : leaves) {
+        // Only the encoded null count: min and max need not be decoded for it.
+        const auto stats = row_group->ColumnChunk(leaf)->encoded_statistics();
+        const int64_t nulls = stats != nullptr && stats->has_null_count ? stats->null_count : -1;
+        if (nulls != 0) column.proven_none = false;
+        if (nulls > 0 && column.file < 0) {
+          column.file = static_cast<int32_t>(i);
+          column.row_group = rg;
+          column.nulls = nulls;
+        }
+      }
+    }
+  }
+}
+
 // The projected fields: `columns`, or all of the first file's columns then the partition
 // columns when that is empty; a partition column by its partition schema's field, the others
 // as the first file has them. `partition_field` gets each one's index among the partition
@@ -301,6 +326,7 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
   ARROW_ASSIGN_OR_RAISE(
       auto fields, ProjectFields(first, first_path, columns, *added, &manifest->partition_field_));
   manifest->schema_ = arrow::schema(fields);
+  manifest->null_counts_.resize(fields.size());
   Digest fingerprint;
   for (size_t i = 0; i < sources.size(); ++i) {
     ARROW_ASSIGN_OR_RAISE(auto file, DescribeFile(sources[i], footers[i], first, first_path, fields,
@@ -324,6 +350,7 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
                       }
                       ARROW_RETURN_NOT_OK(AddUnits(i, file, *metadata, &manifest->units_,
                                                    &manifest->num_rows_, &fingerprint));
+                      NoteNullCounts(i, file, *metadata, &manifest->null_counts_);
                       file.footer = std::move(footers[i].serialized);
                       return arrow::Status::OK();
                       END_PARQUET_CATCH_EXCEPTIONS
@@ -359,77 +386,34 @@ int64_t Manifest::HeldBytes() const {
   return bytes;
 }
 
-namespace {
-
-// Calls visit(k, file, row_group, nulls) for each leaf column chunk of columns[k], in every
-// row group of every file, nulls being the chunk's statistics' null count or -1 when it
-// records none, while `wanted(k)` holds for some k; stops at the first error visit returns.
-template <typename Wanted, typename Visit>
-arrow::Status ForEachNullCount(const Manifest& manifest, const std::vector<std::string>& columns,
-                               Wanted wanted, Visit visit) {
-  for (size_t i = 0; i < manifest.files().size(); ++i) {
-    bool any = false;
-    for (size_t k = 0; k < columns.size(); ++k) any = any || wanted(k);
-    if (!any) break;
-    const auto& file = manifest.files()[i];
-    ARROW_ASSIGN_OR_RAISE(auto decoded, manifest.FileMetadata(static_cast<int32_t>(i)));
-    const auto& metadata = *decoded;
-    for (size_t k = 0; k < columns.size(); ++k) {
-      const int field = manifest.schema()->GetFieldIndex(columns[k]);
-      if (field < 0) continue;
-      for (int rg = 0; rg < metadata.num_row_groups() && wanted(k); ++rg) {
-        for (int leaf : file.column_leaves[field]) {
-          int64_t nulls = -1;
-          auto status = CatchAll([&]() -> arrow::Status {
-            BEGIN_PARQUET_CATCH_EXCEPTIONS
-            auto stats = metadata.RowGroup(rg)->ColumnChunk(leaf)->statistics();
-            if (stats != nullptr && stats->HasNullCount()) nulls = stats->null_count();
-            return arrow::Status::OK();
-            END_PARQUET_CATCH_EXCEPTIONS
-          });
-          ARROW_RETURN_NOT_OK(WithContext(status, "'" + file.source.display + "'"));
-          ARROW_RETURN_NOT_OK(visit(k, file, rg, nulls));
-        }
-      }
-    }
-  }
-  return arrow::Status::OK();
-}
-
-}  // namespace
-
 arrow::Status CheckNoNullsByStatistics(const Manifest& manifest,
                                        const std::vector<std::string>& columns) {
-  return ForEachNullCount(
-      manifest, columns, [](size_t) { return true; },
-      [&](size_t k, const ManifestFile& file, int rg, int64_t nulls) -> arrow::Status {
-        if (nulls <= 0) return arrow::Status::OK();
-        return arrow::Status::Invalid(
-            "column '", columns[k], "' has ", nulls, " null values in '", file.source.display,
-            "' (row group ", rg,
-            "); numpy/torch output cannot hold nulls and Stoker does not fill them silently: "
-            "read it with output=\"arrow\", fill them with a fill_null transform, or leave "
-            "it out of columns");
-      });
+  const ColumnNullCounts* first = nullptr;
+  const std::string* name = nullptr;
+  for (const auto& column : columns) {
+    const int field = manifest.schema()->GetFieldIndex(column);
+    if (field < 0) continue;
+    const ColumnNullCounts& counts = manifest.null_counts()[field];
+    if (counts.file >= 0 && (first == nullptr || counts.file < first->file)) {
+      first = &counts;
+      name = &column;
+    }
+  }
+  if (first == nullptr) return arrow::Status::OK();
+  return arrow::Status::Invalid(
+      "column '", *name, "' has ", first->nulls, " null values in '",
+      manifest.files()[first->file].source.display, "' (row group ", first->row_group,
+      "); numpy/torch output cannot hold nulls and Stoker does not fill them silently: "
+      "read it with output=\"arrow\", fill them with a fill_null transform, or leave it out "
+      "of columns");
 }
 
-arrow::Result<std::vector<std::string>> ColumnsWithoutNullsByStatistics(
-    const Manifest& manifest, const std::vector<std::string>& columns) {
-  std::vector<char> proven;
-  for (const auto& name : columns) {
-    const int field = manifest.schema()->GetFieldIndex(name);
-    proven.push_back(field >= 0 && !manifest.files().empty() &&
-                     !manifest.files()[0].column_leaves[field].empty());
-  }
-  ARROW_RETURN_NOT_OK(ForEachNullCount(
-      manifest, columns, [&](size_t k) { return proven[k] != 0; },
-      [&](size_t k, const ManifestFile&, int, int64_t nulls) {
-        if (nulls != 0) proven[k] = 0;
-        return arrow::Status::OK();
-      }));
+std::vector<std::string> ColumnsWithoutNullsByStatistics(const Manifest& manifest,
+                                                         const std::vector<std::string>& columns) {
   std::vector<std::string> out;
-  for (size_t k = 0; k < columns.size(); ++k) {
-    if (proven[k]) out.push_back(columns[k]);
+  for (const auto& column : columns) {
+    const int field = manifest.schema()->GetFieldIndex(column);
+    if (field >= 0 && manifest.null_counts()[field].proven_none) out.push_back(column);
   }
   return out;
 }

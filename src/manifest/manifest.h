@@ -42,6 +42,19 @@ struct ManifestFile {
   std::shared_ptr<const std::string> trusted_index;
 };
 
+/// What Parquet statistics say of one projected column's nulls, over every row group of
+/// every file (Manifest::null_counts).
+struct ColumnNullCounts {
+  /// Every row group of every file records a null count of 0 for each of the column's
+  /// leaves. False for a partition column (it has no leaves).
+  bool proven_none = true;
+  /// The first row group, in dataset order, whose statistics count nulls in the column
+  /// (file -1 when none does), and that count.
+  int32_t file = -1;
+  int32_t row_group = 0;
+  int64_t nulls = 0;
+};
+
 /// The smallest piece of work the plan schedules: one row group.
 struct Unit {
   int32_t file = 0;
@@ -108,6 +121,9 @@ class Manifest {
   }
   /// Rows in the dataset.
   int64_t num_rows() const { return num_rows_; }
+  /// Per projected column (parallel to schema()), its nulls by the footers' statistics,
+  /// gathered in the one pass that builds the units.
+  const std::vector<ColumnNullCounts>& null_counts() const { return null_counts_; }
   /// Digest of the ordered file identities (path, size, mtime) and row-group row counts.
   const std::string& fingerprint() const { return fingerprint_; }
   /// Bytes the manifest holds (serialized footers, units, paths, leaf lists; not the few
@@ -122,6 +138,7 @@ class Manifest {
   /// Per projected column: its index in partition_schema_, or -1 for a file column.
   std::vector<int> partition_field_;
   int64_t num_rows_ = 0;
+  std::vector<ColumnNullCounts> null_counts_;
   std::string fingerprint_;
   FooterCache footers_;
   /// Set when a file has a trusted_index.
@@ -129,14 +146,15 @@ class Manifest {
 };
 
 /// Rejects `columns` when Parquet statistics prove a row group holds nulls in them (tensor
-/// outputs cannot hold nulls), before any data is read. The error names file and row group.
+/// outputs cannot hold nulls), before any data is read. The error names file and row group
+/// (the first such in dataset order; of those in one file, the first of `columns`).
 arrow::Status CheckNoNullsByStatistics(const Manifest& manifest,
                                        const std::vector<std::string>& columns);
 
 /// The `columns` that Parquet statistics prove hold no nulls: every row group of every file
 /// records a null count of 0 for each of the column's leaves. A column with no leaves (a
 /// partition column), or with a row group whose statistics hold no null count, is not proven.
-arrow::Result<std::vector<std::string>> ColumnsWithoutNullsByStatistics(
-    const Manifest& manifest, const std::vector<std::string>& columns);
+std::vector<std::string> ColumnsWithoutNullsByStatistics(const Manifest& manifest,
+                                                         const std::vector<std::string>& columns);
 
 }  // namespace stoker
