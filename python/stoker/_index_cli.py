@@ -12,18 +12,22 @@ from stoker import _core, _options
 
 
 def write(source: str, *, storage_options: dict[str, Any] | None = None,
-          overwrite: bool = False) -> dict[str, Any]:
+          overwrite: bool = False, checksums: bool = False) -> dict[str, Any]:
     """Writes `<source>/_metadata` and returns what was written: path, files, row_groups,
-    bytes and the seconds it took."""
+    bytes, checksums, bytes_checksummed and the seconds it took. With `checksums`, every
+    column chunk is read once and its checksum recorded: a loader with index="trust" then
+    checks the chunks it reads against them instead of asking the store about each file."""
     started = time.perf_counter()
-    report = _core.write_index(source, _options.storage(storage_options), overwrite)
+    report = _core.write_index(source, _options.storage(storage_options), overwrite, checksums)
     report["seconds"] = round(time.perf_counter() - started, 3)
     return report
 
 
 def format_text(report: dict[str, Any]) -> str:
+    checksummed = (f" (checksums of {report['bytes_checksummed']:,} bytes of column chunks)"
+                   if report["checksums"] else "")
     return (f"wrote {report['path']}: {report['files']:,} files, {report['row_groups']:,} row "
-            f"groups, {report['bytes']:,} bytes in {report['seconds']:.2f} s")
+            f"groups, {report['bytes']:,} bytes{checksummed} in {report['seconds']:.2f} s")
 
 
 def storage_from_json(text: str | None) -> dict[str, Any] | None:

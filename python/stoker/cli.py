@@ -290,6 +290,10 @@ def _add_index(commands: argparse._SubParsersAction) -> None:
     index.add_argument("source", metavar="SOURCE", help="a dataset directory or s3:// prefix")
     index.add_argument("--overwrite", action="store_true",
                        help="replace an existing _metadata (a stale one, or another tool's)")
+    index.add_argument("--checksums", action="store_true",
+                       help="also record every column chunk's checksum (reads all the data "
+                       "once): index=\"trust\" then checks the bytes it reads instead of "
+                       "asking the store about each file, and catches any change to them")
     index.add_argument("--storage-options", metavar="JSON",
                        help="how to reach s3:// (a JSON object, as Loader's storage_options)")
     index.add_argument("--json", action="store_true", help="print JSON")
@@ -297,7 +301,7 @@ def _add_index(commands: argparse._SubParsersAction) -> None:
 
 
 def _run_index(args: argparse.Namespace) -> int:
-    report = _index_cli.write(args.source, overwrite=args.overwrite,
+    report = _index_cli.write(args.source, overwrite=args.overwrite, checksums=args.checksums,
                               storage_options=_index_cli.storage_from_json(args.storage_options))
     print(json.dumps(report, indent=2) if args.json else _index_cli.format_text(report))
     return 0

@@ -14,6 +14,7 @@
 
 #include "assemble/column_types.h"
 #include "exec/value_check.h"
+#include "manifest/chunk_checksums.h"
 #include "manifest/counting_file.h"
 #include "stoker/error.h"
 #include "util/digest.h"
@@ -35,6 +36,35 @@ arrow::Status ReadError(arrow::Status status, const Manifest& manifest, const Un
   return WithContext(status, "reading " + Where(manifest, unit));
 }
 
+// OK when each of `leaves`' column chunks in `unit`, as `log` holds the bytes read, has the
+// checksum the dataset index recorded for it.
+arrow::Status CheckChunks(const Manifest& manifest, const Unit& unit,
+                          const std::vector<int>& leaves, const ReadLog& log) {
+  const ManifestFile& file = manifest.files()[unit.file];
+  ARROW_ASSIGN_OR_RAISE(auto metadata, manifest.FileMetadata(unit.file));
+  return CatchAll([&]() -> arrow::Status {
+    BEGIN_PARQUET_CATCH_EXCEPTIONS
+    const auto row_group = metadata->RowGroup(unit.row_group);
+    const auto columns = static_cast<size_t>(metadata->num_columns());
+    for (int leaf : leaves) {
+      const auto chunk = row_group->ColumnChunk(leaf);
+      ARROW_ASSIGN_OR_RAISE(const uint64_t got, log.Checksum(ChunkRangeOf(*chunk)));
+      const uint64_t indexed =
+          file.checksums[static_cast<size_t>(unit.row_group) * columns + static_cast<size_t>(leaf)];
+      if (got != indexed) {
+        return arrow::Status::Invalid(
+            "'", file.source.display, "' changed after the dataset index '", *file.trusted_index,
+            "' was written: column '", chunk->path_in_schema()->ToDotString(), "' of row group ",
+            unit.row_group, " does not have the bytes indexed (checksum ", EncodeChecksums({got}),
+            ", indexed ", EncodeChecksums({indexed}),
+            "); rewrite the index with `stoker index --overwrite --checksums`");
+      }
+    }
+    return arrow::Status::OK();
+    END_PARQUET_CATCH_EXCEPTIONS
+  });
+}
+
 arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetchUnchecked(const Manifest& manifest,
                                                                   const Unit& unit,
                                                                   std::vector<int> columns,
@@ -51,42 +81,59 @@ arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetchUnchecked(const Manifest
   fetch->file = unit.file;
   fetch->row_group = unit.row_group;
   // A file that only a dataset index named (index="trust") is checked beside its first data
-  // read, and its bytes are not used before the check has passed.
-  auto verified = manifest.VerifyFile(unit.file, io.executor(), stats);
-  // Opening by FileInfo skips a metadata request (the size is known from the listing).
-  arrow::fs::FileInfo info(file.source.path, arrow::fs::FileType::File);
-  info.set_size(file.source.size);
-  auto opened = file.source.filesystem->OpenInputFile(info);
-  if (!opened.ok()) {
-    // A file that cannot be opened: the check, when there is one, says why (removed).
+  // read, and its bytes are not used before the check has passed. With the index's
+  // checksums, the chunks read are checked instead (no request), and the identity only
+  // when a read fails, to say why.
+  const bool by_checksums = !file.checksums.empty();
+  auto verify = [&manifest, file_index = unit.file, executor = io.executor(), stats] {
+    return manifest.VerifyFile(file_index, executor, stats);
+  };
+  auto verified = by_checksums ? arrow::Future<>::MakeFinished() : verify();
+  auto log = by_checksums ? std::make_shared<ReadLog>() : nullptr;
+  auto start_reading = [&]() -> arrow::Status {
+    // Opening by FileInfo skips a metadata request (the size is known from the listing).
+    arrow::fs::FileInfo info(file.source.path, arrow::fs::FileType::File);
+    info.set_size(file.source.size);
+    ARROW_ASSIGN_OR_RAISE(auto input, file.source.filesystem->OpenInputFile(info));
+    auto counted = std::make_shared<CountingFile>(std::move(input), stats, RequestKind::kData, log);
+    const std::vector<int> row_groups{unit.row_group};
+    ARROW_ASSIGN_OR_RAISE(auto metadata, manifest.FileMetadata(unit.file));
+    BEGIN_PARQUET_CATCH_EXCEPTIONS
+    fetch->reader =
+        parquet::ParquetFileReader::Open(counted, parquet::ReaderProperties(io.pool()), metadata);
+    auto row_group = metadata->RowGroup(unit.row_group);
+    fetch->first_byte = file.source.size;
+    for (int leaf : fetch->leaves) {
+      const ChunkRange range = ChunkRangeOf(*row_group->ColumnChunk(leaf));
+      fetch->bytes_needed += range.length;
+      fetch->first_byte = std::min(fetch->first_byte, range.start);
+      fetch->end_byte = std::max(fetch->end_byte, range.start + range.length);
+    }
+    // Pre-buffered bytes live as long as this reader: one reader per unit frees them when
+    // the unit is decoded (DESIGN.md).
+    fetch->reader->PreBuffer(row_groups, fetch->leaves, io, arrow::io::CacheOptions::Defaults());
+    fetch->ready = fetch->reader->WhenBuffered(row_groups, fetch->leaves);
+    END_PARQUET_CATCH_EXCEPTIONS
+    return arrow::Status::OK();
+  };
+  if (const arrow::Status started = CatchAll(start_reading); !started.ok()) {
+    // A file that cannot be opened, or not read as its footer says: the check, when there
+    // is one, says why (removed, rewritten).
+    if (by_checksums) verified = verify();
     verified.Wait();
     ARROW_RETURN_NOT_OK(verified.status());
+    return started;
   }
-  ARROW_ASSIGN_OR_RAISE(auto input, std::move(opened));
-  auto counted = std::make_shared<CountingFile>(std::move(input), stats);
-  const std::vector<int> row_groups{unit.row_group};
-  ARROW_ASSIGN_OR_RAISE(auto metadata, manifest.FileMetadata(unit.file));
-  BEGIN_PARQUET_CATCH_EXCEPTIONS
-  fetch->reader =
-      parquet::ParquetFileReader::Open(counted, parquet::ReaderProperties(io.pool()), metadata);
-  auto row_group = metadata->RowGroup(unit.row_group);
-  fetch->first_byte = file.source.size;
-  for (int leaf : fetch->leaves) {
-    auto chunk = row_group->ColumnChunk(leaf);
-    int64_t start = chunk->data_page_offset();
-    if (chunk->has_dictionary_page() && chunk->dictionary_page_offset() > 0) {
-      start = std::min(start, chunk->dictionary_page_offset());
-    }
-    fetch->bytes_needed += chunk->total_compressed_size();
-    fetch->first_byte = std::min(fetch->first_byte, start);
-    fetch->end_byte = std::max(fetch->end_byte, start + chunk->total_compressed_size());
-  }
-  // Pre-buffered bytes live as long as this reader: one reader per unit frees them when
-  // the unit is decoded (DESIGN.md).
-  fetch->reader->PreBuffer(row_groups, fetch->leaves, io, arrow::io::CacheOptions::Defaults());
-  fetch->ready = fetch->reader->WhenBuffered(row_groups, fetch->leaves);
-  END_PARQUET_CATCH_EXCEPTIONS
-  if (!verified.is_finished() || !verified.status().ok()) {
+  if (by_checksums) {
+    fetch->ready = fetch->ready.Then(
+        [&manifest, unit, leaves = fetch->leaves, log]() -> arrow::Future<> {
+          return arrow::Future<>::MakeFinished(CheckChunks(manifest, unit, leaves, *log));
+        },
+        [verify](const arrow::Status& failed) -> arrow::Future<> {
+          // A removed or rewritten file's read fails: the identity check says so.
+          return verify().Then([failed] { return failed; });
+        });
+  } else if (!verified.is_finished() || !verified.status().ok()) {
     // The check's error, when it fails, says why the data read failed too.
     fetch->ready = arrow::AllFinished({verified, fetch->ready})
                        .Then([] { return arrow::Status::OK(); },

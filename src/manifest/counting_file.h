@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "manifest/chunk_checksums.h"
 #include "telemetry/stats.h"
 
 namespace stoker {
@@ -16,12 +17,13 @@ namespace stoker {
 enum class RequestKind { kData, kMetadata };
 
 /// A RandomAccessFile that forwards to another and counts the read requests and bytes it
-/// asks of the store (after Parquet's range coalescing), for stats().
+/// asks of the store (after Parquet's range coalescing), for stats(); given a ReadLog, it
+/// keeps there the bytes each read returned, for the index's checksums.
 class CountingFile final : public arrow::io::RandomAccessFile {
  public:
   CountingFile(std::shared_ptr<arrow::io::RandomAccessFile> inner, Stats* stats,
-               RequestKind kind = RequestKind::kData)
-      : inner_(std::move(inner)), stats_(stats), kind_(kind) {}
+               RequestKind kind = RequestKind::kData, std::shared_ptr<ReadLog> log = nullptr)
+      : inner_(std::move(inner)), stats_(stats), kind_(kind), log_(std::move(log)) {}
 
   arrow::Status Close() override { return inner_->Close(); }
   bool closed() const override { return inner_->closed(); }
@@ -52,9 +54,15 @@ class CountingFile final : public arrow::io::RandomAccessFile {
     }
   }
 
+  arrow::Result<std::shared_ptr<arrow::Buffer>> Log(
+      int64_t position, arrow::Result<std::shared_ptr<arrow::Buffer>> read);
+  arrow::Future<std::shared_ptr<arrow::Buffer>> Log(
+      int64_t position, arrow::Future<std::shared_ptr<arrow::Buffer>> read);
+
   std::shared_ptr<arrow::io::RandomAccessFile> inner_;
   Stats* stats_;
   RequestKind kind_;
+  std::shared_ptr<ReadLog> log_;
 };
 
 }  // namespace stoker

@@ -3,6 +3,7 @@
 
 #include <arrow/io/memory.h>
 #include <arrow/util/key_value_metadata.h>
+#include <arrow/util/thread_pool.h>
 #include <parquet/arrow/writer.h>
 #include <parquet/exception.h>
 #include <parquet/file_reader.h>
@@ -54,6 +55,22 @@ arrow::Status IndexedFiles(const std::string& where, DatasetIndex* index) {
       files[line.substr(name_at)] = file;
     }
   }
+  for (const auto& kv : index->skim.key_values) {
+    if (kv.key != kIndexChecksumsKey) continue;
+    std::istringstream lines{std::string(kv.value)};
+    std::string line;
+    while (std::getline(lines, line)) {
+      const size_t space = line.find(' ');
+      auto checksums = space == std::string::npos
+                           ? arrow::Result<std::vector<uint64_t>>(arrow::Status::Invalid("no path"))
+                           : DecodeChecksums(std::string_view(line).substr(0, space));
+      if (!checksums.ok()) {
+        return arrow::Status::Invalid("'", where, "': malformed ", kIndexChecksumsKey, " entry (",
+                                      checksums.status().message(), ")");
+      }
+      files[line.substr(space + 1)].checksums = std::move(*checksums);
+    }
+  }
   const auto& row_groups = index->skim.row_groups;
   for (size_t rg = 0; rg < row_groups.size(); ++rg) {
     if (row_groups[rg].num_columns == 0) continue;
@@ -100,6 +117,74 @@ std::string StaleReason(const ResolvedSource& source,
   std::string out = reasons[0];
   if (reasons.size() > 1) out += " (and " + std::to_string(reasons.size() - 1) + " more)";
   return out;
+}
+
+// Every column chunk's checksum in `file`, row group by row group, leaf by leaf; each row
+// group's chunks are read in one request. Adds the bytes read to `bytes_read`.
+arrow::Result<std::vector<uint64_t>> ChecksumChunks(const SourceFile& file,
+                                                    const parquet::FileMetaData& metadata,
+                                                    int64_t* bytes_read) {
+  arrow::fs::FileInfo info(file.path, arrow::fs::FileType::File);
+  info.set_size(file.size);
+  ARROW_ASSIGN_OR_RAISE(auto input, file.filesystem->OpenInputFile(info));
+  std::vector<uint64_t> out;
+  for (int rg = 0; rg < metadata.num_row_groups(); ++rg) {
+    const auto row_group = metadata.RowGroup(rg);
+    std::vector<ChunkRange> ranges;
+    int64_t first = file.size, end = 0;
+    for (int leaf = 0; leaf < row_group->num_columns(); ++leaf) {
+      const ChunkRange range = ChunkRangeOf(*row_group->ColumnChunk(leaf));
+      if (range.start < 0 || range.length < 0 || range.start + range.length > file.size) {
+        return arrow::Status::Invalid("'", file.display, "': column chunk ", leaf, " of row group ",
+                                      rg, " lies outside the file's ", file.size, " bytes");
+      }
+      ranges.push_back(range);
+      first = std::min(first, range.start);
+      end = std::max(end, range.start + range.length);
+    }
+    if (ranges.empty()) continue;
+    ARROW_ASSIGN_OR_RAISE(auto bytes, input->ReadAt(first, end - first));
+    if (bytes->size() != end - first) {
+      return arrow::Status::IOError("'", file.display, "': short read of row group ", rg);
+    }
+    *bytes_read += bytes->size();
+    for (const auto& range : ranges) {
+      out.push_back(ChunkChecksum(bytes->data() + (range.start - first), range.length));
+    }
+  }
+  return out;
+}
+
+// The kIndexChecksumsKey entry for `files` (decoded[i] is files[i]'s footer), `concurrency`
+// files at a time.
+arrow::Result<std::string> ChecksumLines(
+    const ResolvedSource& dir, const std::vector<std::shared_ptr<parquet::FileMetaData>>& decoded,
+    int concurrency, int64_t* bytes_read) {
+  ARROW_ASSIGN_OR_RAISE(auto pool, arrow::internal::ThreadPool::Make(concurrency));
+  std::vector<int64_t> bytes(dir.files.size(), 0);
+  std::vector<arrow::Future<std::vector<uint64_t>>> checksums;
+  for (size_t i = 0; i < dir.files.size(); ++i) {
+    ARROW_ASSIGN_OR_RAISE(auto future,
+                          pool->Submit([&, i]() -> arrow::Result<std::vector<uint64_t>> {
+                            auto result = CatchAll([&]() -> arrow::Result<std::vector<uint64_t>> {
+                              BEGIN_PARQUET_CATCH_EXCEPTIONS
+                              return ChecksumChunks(dir.files[i], *decoded[i], &bytes[i]);
+                              END_PARQUET_CATCH_EXCEPTIONS
+                            });
+                            if (!result.ok())
+                              return ExplainStorageError(result.status(), dir.files[i].display);
+                            return result;
+                          }));
+    checksums.push_back(std::move(future));
+  }
+  std::ostringstream lines;
+  for (size_t i = 0; i < dir.files.size(); ++i) {
+    ARROW_ASSIGN_OR_RAISE(const auto& file_checksums, checksums[i].result());
+    lines << EncodeChecksums(file_checksums) << ' ' << RelativeTo(dir.root, dir.files[i].path)
+          << '\n';
+    *bytes_read += bytes[i];
+  }
+  return lines.str();
 }
 
 }  // namespace
@@ -166,7 +251,7 @@ arrow::Result<std::optional<std::vector<Footer>>> FootersFromIndex(DatasetIndex 
         "index=\"ignore\"");
   }
   // Each file's footer is cut out of the summary's bytes, never decoded whole (SummarySkim).
-  auto head = DecodeFooter(CutFooter(index.skim, {}, kIndexFilesKey));
+  auto head = DecodeFooter(CutFooter(index.skim, {}, kIndexKeyPrefix));
   if (!head.ok()) {
     return WithContext(head.status(), "dataset index '" + where + "' could not be read as Parquet");
   }
@@ -176,7 +261,8 @@ arrow::Result<std::optional<std::vector<Footer>>> FootersFromIndex(DatasetIndex 
   for (const auto& file : source.files) {
     Footer footer = shared;
     const auto& row_groups = index.files[RelativeTo(source.root, file.path)].row_groups;
-    footer.serialized = CutFooter(index.skim, row_groups, kIndexFilesKey);
+    footer.serialized = CutFooter(index.skim, row_groups, kIndexKeyPrefix);
+    footer.checksums = std::move(index.files[RelativeTo(source.root, file.path)].checksums);
     for (int rg : row_groups) footer.skimmed_rows.push_back(index.skim.row_groups[rg].num_rows);
     footers.push_back(std::move(footer));
   }
@@ -184,7 +270,8 @@ arrow::Result<std::optional<std::vector<Footer>>> FootersFromIndex(DatasetIndex 
 }
 
 arrow::Result<IndexReport> WriteDatasetIndex(const std::string& source,
-                                             const StorageOptions& storage, bool overwrite) {
+                                             const StorageOptions& storage, bool overwrite,
+                                             bool checksums) {
   ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveSourceList({source}, storage));
   const ResolvedSource& dir = resolved[0];
   if (dir.root.empty()) {
@@ -229,6 +316,12 @@ arrow::Result<IndexReport> WriteDatasetIndex(const std::string& source,
     auto kv = first.key_value_metadata() == nullptr ? std::make_shared<arrow::KeyValueMetadata>()
                                                     : first.key_value_metadata()->Copy();
     kv->Append(kIndexFilesKey, file_list.str());
+    if (checksums) {
+      ARROW_ASSIGN_OR_RAISE(auto lines,
+                            ChecksumLines(dir, decoded, storage.ResolvedMetadataThreads(),
+                                          &report.bytes_checksummed));
+      kv->Append(kIndexChecksumsKey, lines);
+    }
     auto properties = parquet::WriterProperties::Builder()
                           .created_by(first.created_by())
                           ->version(first.version())

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "manifest/chunk_checksums.h"
 #include "manifest/footer_reader.h"
 #include "manifest/source.h"
 #include "manifest/summary_skim.h"
@@ -23,6 +24,9 @@ namespace stoker {
 /// file, "<size> <mtime_ns> <path relative to the directory>", which the standard summary
 /// cannot hold and the stale check compares with the listing.
 inline constexpr char kIndexFilesKey[] = "stoker.index.files";
+/// What the key-value entries `stoker index` adds start with (kIndexFilesKey,
+/// kIndexChecksumsKey): a data file's own footer has none of them.
+inline constexpr char kIndexKeyPrefix[] = "stoker.index.";
 
 /// A data file as a summary records it: its size and modification time when `stoker index`
 /// wrote the summary (-1 otherwise), and its row groups' indices in the summary.
@@ -30,6 +34,9 @@ struct IndexedFile {
   int64_t size = -1;
   int64_t mtime_ns = -1;
   std::vector<int> row_groups;
+  /// Its column chunks' checksums when `stoker index --checksums` wrote the summary
+  /// (kIndexChecksumsKey); empty otherwise.
+  std::vector<uint64_t> checksums;
 };
 
 /// A directory's summary file, skimmed (not decoded): every data file's footer in one
@@ -67,14 +74,18 @@ struct IndexReport {
   int64_t files = 0;
   int64_t row_groups = 0;
   int64_t bytes = 0;
+  /// Bytes of column chunks read for the checksums (0 without them).
+  int64_t bytes_checksummed = 0;
 };
 
 /// Writes `<directory>/_metadata` for the directory `source` (local or a URI): every data
 /// file's footer (read `storage.metadata_threads` at a time) with its column chunks naming
-/// the file, and kIndexFilesKey. Fails, naming it, when a file's Parquet schema differs from
-/// the first file's (one summary holds one schema), or when the summary exists and
-/// `overwrite` is false.
+/// the file, and kIndexFilesKey; with `checksums`, also kIndexChecksumsKey, for which every
+/// column chunk is read once (`storage.metadata_threads` files at a time). Fails, naming
+/// it, when a file's Parquet schema differs from the first file's (one summary holds one
+/// schema), or when the summary exists and `overwrite` is false.
 arrow::Result<IndexReport> WriteDatasetIndex(const std::string& source,
-                                             const StorageOptions& storage, bool overwrite);
+                                             const StorageOptions& storage, bool overwrite,
+                                             bool checksums = false);
 
 }  // namespace stoker

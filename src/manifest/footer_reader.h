@@ -27,6 +27,9 @@ struct Footer {
   /// For a footer cut from a dataset index: each row group's row count as the skimmer read
   /// it, checked against the decoded footer (CheckCut). Empty for a footer read from a file.
   std::vector<int64_t> skimmed_rows;
+  /// For a footer cut from an index `stoker index --checksums` wrote: its column chunks'
+  /// checksums (IndexedFile::checksums). Empty otherwise.
+  std::vector<uint64_t> checksums;
 };
 
 /// The Arrow schema and schema manifest a parquet::arrow::FileReader with default

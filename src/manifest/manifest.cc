@@ -111,6 +111,23 @@ void NoteNullCounts(size_t i, const ManifestFile& file, const parquet::FileMetaD
   }
 }
 
+// Moves the checksums the index gave `footer` to `file`, once their count is the footer's
+// column chunks'. Only a file the index alone names (index="trust") uses them: a listed one
+// is known by its listed size and mtime.
+arrow::Status TakeChecksums(const parquet::FileMetaData& metadata, Footer* footer,
+                            ManifestFile* file) {
+  if (footer->checksums.empty() || file->trusted_index == nullptr) return arrow::Status::OK();
+  const auto chunks =
+      static_cast<size_t>(metadata.num_row_groups()) * static_cast<size_t>(metadata.num_columns());
+  if (footer->checksums.size() != chunks) {
+    return arrow::Status::Invalid("the dataset index '", *file->trusted_index, "' has ",
+                                  footer->checksums.size(), " checksums for ", chunks,
+                                  " column chunks; rewrite it with `stoker index --overwrite`");
+  }
+  file->checksums = std::move(footer->checksums);
+  return arrow::Status::OK();
+}
+
 // The projected fields: `columns`, or all of the first file's columns then the partition
 // columns when that is empty; a partition column by its partition schema's field, the others
 // as the first file has them. `partition_field` gets each one's index among the partition
@@ -351,6 +368,7 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
                       ARROW_RETURN_NOT_OK(AddUnits(i, file, *metadata, &manifest->units_,
                                                    &manifest->num_rows_, &fingerprint));
                       NoteNullCounts(i, file, *metadata, &manifest->null_counts_);
+                      ARROW_RETURN_NOT_OK(TakeChecksums(*metadata, &footers[i], &file));
                       file.footer = std::move(footers[i].serialized);
                       return arrow::Status::OK();
                       END_PARQUET_CATCH_EXCEPTIONS
@@ -376,6 +394,7 @@ int64_t Manifest::HeldBytes() const {
                                        files_.capacity() * sizeof(ManifestFile));
   for (const auto& file : files_) {
     bytes += static_cast<int64_t>(file.partition_values.size() * sizeof(arrow::Scalar));
+    bytes += static_cast<int64_t>(file.checksums.capacity() * sizeof(uint64_t));
     bytes += static_cast<int64_t>(file.footer.capacity() + file.source.path.capacity() +
                                   file.source.display.capacity() +
                                   file.leaf_columns.capacity() * sizeof(int));

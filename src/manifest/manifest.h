@@ -40,6 +40,10 @@ struct ManifestFile {
   /// the identity is checked at the file's first read (Manifest::VerifyFile). Null when a
   /// listing gave it.
   std::shared_ptr<const std::string> trusted_index;
+  /// With a trusted_index that `stoker index --checksums` wrote, its column chunks'
+  /// checksums (row group by row group, leaf by leaf; empty otherwise): every chunk a fetch
+  /// reads is checked against its checksum before it is decoded, instead of the identity.
+  std::vector<uint64_t> checksums;
 };
 
 /// What Parquet statistics say of one projected column's nulls, over every row group of
@@ -100,6 +104,9 @@ class Manifest {
   /// for a listed file; for one only a dataset index named (ManifestFile::trusted_index),
   /// after one metadata request on `executor` at its first call, failing with an error
   /// naming the file when it was rewritten or removed since (IdentityCheck).
+  /// A file with checksums is checked by them instead when its chunks are read: that
+  /// costs no request; this check is then made for units the disk cache serves, and to
+  /// say why a read failed.
   arrow::Future<> VerifyFile(int32_t file, arrow::internal::Executor* executor,
                              Stats* stats) const {
     const auto& index = files_[file].trusted_index;

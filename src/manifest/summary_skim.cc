@@ -132,7 +132,10 @@ arrow::Result<SummarySkim> SkimFileMetaData(std::string_view thrift) {
 }
 
 std::string CutFooter(const SummarySkim& skim, const std::vector<int>& row_groups,
-                      std::string_view drop_key) {
+                      std::string_view drop_prefix) {
+  auto kept_key = [drop_prefix](std::string_view key) {
+    return key.substr(0, drop_prefix.size()) != drop_prefix;
+  };
   CompactWriter writer;
   auto write_fields = [&](int from, int to) {  // ids in [from, to)
     for (const auto& field : skim.fields) {
@@ -150,12 +153,12 @@ std::string CutFooter(const SummarySkim& skim, const std::vector<int>& row_group
   writer.ListHeader(static_cast<int64_t>(row_groups.size()), Type::kStruct);
   for (int rg : row_groups) writer.Raw(skim.row_groups[rg].bytes);
   int64_t kept = 0;
-  for (const auto& kv : skim.key_values) kept += kv.key != drop_key;
+  for (const auto& kv : skim.key_values) kept += kept_key(kv.key);
   if (kept > 0) {
     writer.FieldHeader(kKeyValueMetadata, Type::kList);
     writer.ListHeader(kept, Type::kStruct);
     for (const auto& kv : skim.key_values) {
-      if (kv.key != drop_key) writer.Raw(kv.bytes);
+      if (kept_key(kv.key)) writer.Raw(kv.bytes);
     }
   }
   write_fields(kKeyValueMetadata + 1, INT16_MAX + 1);

@@ -52,9 +52,10 @@ arrow::Result<SummarySkim> SkimFileMetaData(std::string_view thrift);
 
 /// The Thrift-compact FileMetaData of one file of the summary: the summary's fields, the
 /// row groups `row_groups` (indices into skim.row_groups) with num_rows their sum, and the
-/// key-value entries but `drop_key`. Parquet C++ reads it as it reads the file's own.
+/// key-value entries but those whose key starts with `drop_prefix`. Parquet C++ reads it as
+/// it reads the file's own.
 std::string CutFooter(const SummarySkim& skim, const std::vector<int>& row_groups,
-                      std::string_view drop_key);
+                      std::string_view drop_prefix);
 
 /// OK when `decoded` (a CutFooter decoded by Parquet) has the row groups the skimmer cut,
 /// with the row counts it read (`skimmed_rows`); otherwise an error saying that the index's

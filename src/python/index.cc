@@ -13,23 +13,28 @@ namespace stoker::python {
 void BindIndex(nb::module_& m) {
   m.def(
       "write_index",
-      [](const std::string& source, const StorageOptions& storage, bool overwrite) {
+      [](const std::string& source, const StorageOptions& storage, bool overwrite, bool checksums) {
         IndexReport report;
         {
-          // Reads every footer: seconds to minutes on a remote store.
+          // Reads every footer (with checksums, every column chunk): seconds to minutes on
+          // a remote store.
           nb::gil_scoped_release release;
-          report = ValueOrThrow(WriteDatasetIndex(source, storage, overwrite));
+          report = ValueOrThrow(WriteDatasetIndex(source, storage, overwrite, checksums));
         }
         nb::dict out;
         out["path"] = report.path;
         out["files"] = report.files;
         out["row_groups"] = report.row_groups;
         out["bytes"] = report.bytes;
+        out["checksums"] = checksums;
+        out["bytes_checksummed"] = report.bytes_checksummed;
         return out;
       },
       nb::arg("source"), nb::arg("storage"), nb::arg("overwrite") = false,
+      nb::arg("checksums") = false,
       "Writes <source>/_metadata (every data file's footer, and each file's size and mtime "
-      "for the stale check); returns {'path', 'files', 'row_groups', 'bytes'}.");
+      "for the stale check; with checksums, each column chunk's); returns {'path', 'files', "
+      "'row_groups', 'bytes', 'checksums', 'bytes_checksummed'}.");
 }
 
 }  // namespace stoker::python

@@ -2,7 +2,8 @@
 write_metadata, Dask, or `stoker index`) builds the same manifest as the footers do (same
 fingerprint, plan and batches) from one read, and an index that no longer matches the files
 (a file added, removed, rewritten) is caught, naming the file. With index="trust" the index
-alone defines the files (no listing) and each file is checked at its first read."""
+alone defines the files (no listing) and each file is checked at its first read, or, with
+`stoker index --checksums`, each column chunk read is checked against its checksum."""
 
 from __future__ import annotations
 
@@ -245,8 +246,10 @@ def test_trust_catches_a_removed_file_before_its_rows(dataset: Path) -> None:
     _never_delivered(got, files, "day=1/part-00001.parquet")
 
 
-def test_trust_checks_files_the_cache_serves(dataset: Path, tmp_path: Path) -> None:
-    cli(["index", str(dataset)])
+@pytest.mark.parametrize("flags", [[], ["--checksums"]])
+def test_trust_checks_files_the_cache_serves(dataset: Path, tmp_path: Path,
+                                             flags: list) -> None:
+    cli(["index", *flags, str(dataset)])
     cache = {"cache_dir": str(tmp_path / "cache")}
     epoch(dataset, index="trust", **cache)  # fills the cache
     time.sleep(0.01)
@@ -256,6 +259,76 @@ def test_trust_checks_files_the_cache_serves(dataset: Path, tmp_path: Path) -> N
     got, error, files = _trusted_until_error(dataset, **cache)
     assert "day=2/part-00000.parquet' was rewritten" in str(error)
     _never_delivered(got, files, "day=2/part-00000.parquet")
+
+
+@pytest.mark.parametrize("kwargs", [
+    {},
+    {"columns": ["I3", "label"]},
+    {"filter": pc.field("I1") > 50, "columns": ["row_id", "I1"]},
+    {"output": "arrow", "with_row_origin": True, "shuffle": False},
+])
+def test_checksums_give_the_footers_batches_and_ask_the_store_nothing(dataset: Path,
+                                                                        kwargs: dict) -> None:
+    cli(["index", "--checksums", str(dataset)])
+    footers, plain = epoch(dataset, index="ignore", **kwargs)
+    loader = stoker.Loader(dataset, index="trust", **{**KW, **kwargs})
+    assert_same_batches(list(loader), footers)
+    assert_same_batches(list(loader), list(plain))  # the second epoch too
+    assert identity(loader) == identity(plain)
+    # The index, and no check of any file: its chunks' checksums stand in for them.
+    assert loader.stats()["metadata_requests"] == 1
+
+
+def _flip_a_byte_keeping_size_and_mtime(path: Path, column: int) -> None:
+    """Changes one byte inside row group 0's chunk of `column`, as silent corruption or a
+    rewrite that kept size and mtime would: the identity check cannot see it."""
+    chunk = pq.read_metadata(path).row_group(0).column(column)
+    offset = chunk.data_page_offset + chunk.total_compressed_size - 1
+    stat = path.stat()
+    data = bytearray(path.read_bytes())
+    data[offset] ^= 0xFF
+    path.write_bytes(bytes(data))
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert path.stat().st_size == stat.st_size
+
+
+def test_checksums_catch_changed_bytes_the_identity_check_cannot_see(dataset: Path) -> None:
+    cli(["index", "--checksums", str(dataset)])
+    target = dataset / "day=2" / "part-00001.parquet"
+    column = pq.read_schema(target).get_field_index("I2")
+    _flip_a_byte_keeping_size_and_mtime(target, column)
+    got, error, files = _trusted_until_error(dataset)
+    assert isinstance(error, ValueError)
+    message = str(error)
+    assert "day=2/part-00001.parquet' changed after the dataset index" in message
+    assert "column 'I2' of row group 0 does not have the bytes indexed" in message
+    assert "stoker index --overwrite --checksums" in message
+    # No row of the changed row group was delivered (the file's other row groups are intact).
+    changed = files.index(str(target))
+    rows_of_group_0 = pq.read_metadata(target).row_group(0).num_rows
+    for batch in got:
+        origin = zip(batch.column("_file_index").to_pylist(),
+                     batch.column("_row_in_file").to_pylist(), strict=True)
+        assert not any(f == changed and r < rows_of_group_0 for f, r in origin)
+
+
+def test_checksums_catch_a_rewritten_or_removed_file_before_its_rows(dataset: Path) -> None:
+    cli(["index", "--checksums", str(dataset)])
+    time.sleep(0.01)
+    target = dataset / "day=1" / "part-00002.parquet"
+    table = pq.read_table(target)
+    pq.write_table(table.slice(0, table.num_rows // 2), target)
+    got, error, files = _trusted_until_error(dataset)
+    assert isinstance(error, ValueError)
+    assert ("day=1/part-00002.parquet' was rewritten" in str(error)
+            or "day=1/part-00002.parquet' changed after the dataset index" in str(error))
+    _never_delivered(got, files, "day=1/part-00002.parquet")
+    cli(["index", "--checksums", "--overwrite", str(dataset)])
+    (dataset / "day=1" / "part-00001.parquet").unlink()
+    got, error, files = _trusted_until_error(dataset)
+    assert isinstance(error, FileNotFoundError)
+    assert "day=1/part-00001.parquet' is in the dataset index" in str(error)
+    _never_delivered(got, files, "day=1/part-00001.parquet")
 
 
 def test_trust_does_not_see_a_file_added_after_the_index(dataset: Path) -> None:
@@ -368,13 +441,23 @@ def test_on_s3_one_listing_and_one_read_give_the_footers_batches(dataset: Path) 
         stats = loader.stats()
         assert stats["metadata_requests"] == 1 + 5
         assert proxy.requests - before == 1 + stats["metadata_requests"] + stats["requests"]
+        # With the chunks' checksums in the index: no request but the index's and the data.
+        assert cli(["index", "s3://data/ds/", "--checksums", "--overwrite",
+                    "--storage-options", json.dumps(direct)]) == 0
+        before = proxy.requests
+        checked, loader = epoch("s3://data/ds/", index="trust", storage_options=storage)
+        assert_same_batches(checked, footers)
+        stats = loader.stats()
+        assert stats["metadata_requests"] == 1
+        assert proxy.requests - before == 1 + 1 + stats["requests"]
         # A file rewritten on the store is caught, listing it or not.
         pafs.copy_files(str(dataset / "day=1" / "part-00000.parquet"),
                         "data/ds/day=2/part-00000.parquet", destination_filesystem=fs)
         rewritten = r"s3://data/ds/day=2/part-00000.parquet' was rewritten"
         with pytest.raises(ValueError, match=rewritten):
             stoker.Loader("s3://data/ds/", storage_options=storage, **KW)
-        with pytest.raises(ValueError, match=rewritten):
+        with pytest.raises(ValueError, match=r"s3://data/ds/day=2/part-00000.parquet' "
+                                             r"(was rewritten|changed after the dataset index)"):
             epoch("s3://data/ds/", index="trust", storage_options=storage)
     finally:
         proxy.stop()
