@@ -4,10 +4,12 @@ delay to every request, with and without the dataset index (`_metadata`, written
 index`), from a cold start and from a resume. Every measurement runs in a fresh process (a
 new S3 client, as a restarted rank has); the proxy counts every request that process makes
 (listing, HEAD, GET) until its first batch. --index picks the modes: "trust" (the index
-defines the files: no listing, each file checked at its first read), "use" (listing, compared
-with the index), "ignore" (listing, every footer read).
+defines the files: no listing, each file checked at its first read), "checksums" (trust, the
+index written by `stoker index --checksums`: each column chunk read is checked against its
+checksum instead, no per-file request), "use" (listing, compared with the index), "ignore"
+(listing, every footer read).
 
-    python benchmarks/startup.py [--files 2000 20000] [--index trust use ignore]
+    python benchmarks/startup.py [--files 2000 20000] [--index checksums trust use ignore]
                                  [--latency-ms 20] [--workdir /tmp/...]
     python benchmarks/startup.py --sweep [--latency-ms 20]
 
@@ -136,8 +138,8 @@ def main() -> None:
     parser.add_argument("--files", type=int, nargs="+", default=[2000, 20000])
     parser.add_argument("--row-groups", type=int, default=4)
     parser.add_argument("--rows-per-group", type=int, default=250)
-    parser.add_argument("--index", nargs="+", default=["trust", "use", "ignore"],
-                        choices=["trust", "use", "ignore"])
+    parser.add_argument("--index", nargs="+", default=["checksums", "trust", "use", "ignore"],
+                        choices=["checksums", "trust", "use", "ignore"])
     parser.add_argument("--latency-ms", type=float, default=20)
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/stoker-startup"))
     parser.add_argument("--sweep", action="store_true",
@@ -182,10 +184,19 @@ def main() -> None:
                   f"{footers_s:.1f} s", file=sys.stderr)
             state = run_child({"source": source, "index": "use", "save_state": True,
                                "storage": storage(server.endpoint)})["state"]
-            for index in args.index:
+            # The modes on the plain index first; then the index again, with checksums.
+            for index in sorted(args.index, key=lambda mode: mode == "checksums"):
+                if index == "checksums":
+                    started = time.perf_counter()
+                    report = _index_cli.write(source, storage_options=storage(server.endpoint),
+                                              overwrite=True, checksums=True)
+                    print(f"index with checksums: {report['bytes'] / 1e6:.1f} MB, "
+                          f"{report['bytes_checksummed'] / 1e6:.0f} MB of column chunks read "
+                          f"in {time.perf_counter() - started:.0f} s", file=sys.stderr)
                 for start in ("cold", "resume"):
                     before = proxy.requests
-                    result = run_child({"source": source, "index": index,
+                    result = run_child({"source": source,
+                                        "index": "trust" if index == "checksums" else index,
                                         "storage": storage(proxy.endpoint),
                                         "state": state if start == "resume" else None})
                     result.update(files=files, index=index, start=start,
