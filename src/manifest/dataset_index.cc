@@ -256,14 +256,21 @@ arrow::Result<std::optional<std::vector<Footer>>> FootersFromIndex(DatasetIndex 
     return WithContext(head.status(), "dataset index '" + where + "' could not be read as Parquet");
   }
   ARROW_ASSIGN_OR_RAISE(Footer shared, DescribeFooter(**head));
+  // The summary's bytes are kept once; each file's footer is its row groups' cut of them.
+  auto summary = std::make_shared<IndexSummary>();
+  summary->bytes = std::move(index.bytes);
+  summary->skim = std::move(index.skim);
+  summary->drop_prefix = kIndexKeyPrefix;
   std::vector<Footer> footers;
   footers.reserve(source.files.size());
   for (const auto& file : source.files) {
     Footer footer = shared;
-    const auto& row_groups = index.files[RelativeTo(source.root, file.path)].row_groups;
-    footer.serialized = CutFooter(index.skim, row_groups, kIndexKeyPrefix);
-    footer.checksums = std::move(index.files[RelativeTo(source.root, file.path)].checksums);
-    for (int rg : row_groups) footer.skimmed_rows.push_back(index.skim.row_groups[rg].num_rows);
+    IndexedFile& indexed = index.files[RelativeTo(source.root, file.path)];
+    for (int rg : indexed.row_groups) {
+      footer.skimmed_rows.push_back(summary->skim.row_groups[rg].num_rows);
+    }
+    footer.bytes = SerializedFooter(summary, std::move(indexed.row_groups));
+    footer.checksums = std::move(indexed.checksums);
     footers.push_back(std::move(footer));
   }
   return footers;
@@ -294,7 +301,7 @@ arrow::Result<IndexReport> WriteDatasetIndex(const std::string& source,
     BEGIN_PARQUET_CATCH_EXCEPTIONS
     std::vector<std::shared_ptr<parquet::FileMetaData>> decoded;
     for (const auto& footer : footers) {
-      ARROW_ASSIGN_OR_RAISE(auto metadata, DecodeFooter(footer.serialized));
+      ARROW_ASSIGN_OR_RAISE(auto metadata, DecodeFooter(footer.bytes.Serialized()));
       decoded.push_back(std::move(metadata));
     }
     const auto& first = *decoded[0];

@@ -6,7 +6,7 @@
 namespace stoker {
 
 arrow::Result<std::shared_ptr<parquet::FileMetaData>> FooterCache::Get(
-    int32_t file, const std::string& serialized) const {
+    int32_t file, const SerializedFooter& footer) const {
   {
     MutexLock lock(mutex_);
     for (size_t i = 0; i < entries_.size(); ++i) {
@@ -18,7 +18,7 @@ arrow::Result<std::shared_ptr<parquet::FileMetaData>> FooterCache::Get(
     }
   }
   // Decoded outside the lock: other threads' lookups do not wait for it.
-  ARROW_ASSIGN_OR_RAISE(auto metadata, DecodeFooter(serialized));
+  ARROW_ASSIGN_OR_RAISE(auto metadata, DecodeFooter(footer.Serialized()));
   MutexLock lock(mutex_);
   if (entries_.size() >= kCapacity) entries_.erase(entries_.begin());
   entries_.emplace_back(file, metadata);

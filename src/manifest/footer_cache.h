@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "manifest/footer_reader.h"
 #include "util/thread_annotations.h"
 
 namespace stoker {
@@ -22,9 +23,9 @@ class FooterCache {
  public:
   static constexpr size_t kCapacity = 64;
 
-  /// File `file`'s footer, decoded from `serialized` unless it is among the last kCapacity.
+  /// File `file`'s footer, decoded from `footer` unless it is among the last kCapacity.
   arrow::Result<std::shared_ptr<parquet::FileMetaData>> Get(int32_t file,
-                                                            const std::string& serialized) const
+                                                            const SerializedFooter& footer) const
       EXCLUDES(mutex_);
 
  private:

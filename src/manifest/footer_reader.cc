@@ -40,7 +40,7 @@ arrow::Result<Footer> ReadFooter(const SourceFile& file, Stats* stats) {
   }
   ARROW_ASSIGN_OR_RAISE(Footer footer, DescribeFooter(*metadata));
   BEGIN_PARQUET_CATCH_EXCEPTIONS
-  footer.serialized = metadata->SerializeToString();
+  footer.bytes = SerializedFooter(metadata->SerializeToString());
   END_PARQUET_CATCH_EXCEPTIONS
   return footer;
 }

@@ -358,22 +358,22 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
       manifest->identity_check_ = std::make_unique<IdentityCheck>(sources.size());
     }
     // Column metadata is decoded lazily and may throw (encrypted columns, corrupt footers).
-    ARROW_RETURN_NOT_OK(
-        WithContext(CatchAll([&]() -> arrow::Status {
-                      BEGIN_PARQUET_CATCH_EXCEPTIONS
-                      ARROW_ASSIGN_OR_RAISE(auto metadata, DecodeFooter(footers[i].serialized));
-                      if (!footers[i].skimmed_rows.empty()) {
-                        ARROW_RETURN_NOT_OK(CheckCut(*metadata, footers[i].skimmed_rows));
-                      }
-                      ARROW_RETURN_NOT_OK(AddUnits(i, file, *metadata, &manifest->units_,
-                                                   &manifest->num_rows_, &fingerprint));
-                      NoteNullCounts(i, file, *metadata, &manifest->null_counts_);
-                      ARROW_RETURN_NOT_OK(TakeChecksums(*metadata, &footers[i], &file));
-                      file.footer = std::move(footers[i].serialized);
-                      return arrow::Status::OK();
-                      END_PARQUET_CATCH_EXCEPTIONS
-                    }),
-                    "'" + file.source.display + "' could not be read as Parquet"));
+    ARROW_RETURN_NOT_OK(WithContext(
+        CatchAll([&]() -> arrow::Status {
+          BEGIN_PARQUET_CATCH_EXCEPTIONS
+          ARROW_ASSIGN_OR_RAISE(auto metadata, DecodeFooter(footers[i].bytes.Serialized()));
+          if (!footers[i].skimmed_rows.empty()) {
+            ARROW_RETURN_NOT_OK(CheckCut(*metadata, footers[i].skimmed_rows));
+          }
+          ARROW_RETURN_NOT_OK(
+              AddUnits(i, file, *metadata, &manifest->units_, &manifest->num_rows_, &fingerprint));
+          NoteNullCounts(i, file, *metadata, &manifest->null_counts_);
+          ARROW_RETURN_NOT_OK(TakeChecksums(*metadata, &footers[i], &file));
+          file.footer = std::move(footers[i].bytes);
+          return arrow::Status::OK();
+          END_PARQUET_CATCH_EXCEPTIONS
+        }),
+        "'" + file.source.display + "' could not be read as Parquet"));
     manifest->files_.push_back(std::move(file));
     footers[i] = Footer();  // the decoded form is dropped file by file
   }
@@ -383,8 +383,8 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
   // objects, not Arrow buffers): give them back, or the rank keeps the peak for good.
   malloc_trim(0);
 #endif
-  // The dataset index's bytes (hundreds of MB at a million row groups) came from Arrow's
-  // default pool, which keeps freed memory for reuse: return it too.
+  // The footers' reads came from Arrow's default pool, which keeps freed memory for reuse:
+  // return it too (a dataset index's bytes stay: the footers are cut from them).
   arrow::default_memory_pool()->ReleaseUnused();
   return manifest;
 }
@@ -392,15 +392,26 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
 int64_t Manifest::HeldBytes() const {
   int64_t bytes = static_cast<int64_t>(sizeof(Manifest) + units_.capacity() * sizeof(Unit) +
                                        files_.capacity() * sizeof(ManifestFile));
+  std::set<const IndexSummary*> summaries;  // each counted once, however many files cut it
   for (const auto& file : files_) {
     bytes += static_cast<int64_t>(file.partition_values.size() * sizeof(arrow::Scalar));
     bytes += static_cast<int64_t>(file.checksums.capacity() * sizeof(uint64_t));
-    bytes += static_cast<int64_t>(file.footer.capacity() + file.source.path.capacity() +
-                                  file.source.display.capacity() +
+    if (const IndexSummary* summary = file.footer.summary(); summary != nullptr) {
+      summaries.insert(summary);
+    }
+    bytes += file.footer.HeldBytes();
+    bytes += static_cast<int64_t>(file.source.path.capacity() + file.source.display.capacity() +
                                   file.leaf_columns.capacity() * sizeof(int));
     for (const auto& leaves : file.column_leaves) {
       bytes += static_cast<int64_t>(sizeof(leaves) + leaves.capacity() * sizeof(int));
     }
+  }
+  for (const IndexSummary* summary : summaries) {
+    const SummarySkim& skim = summary->skim;
+    bytes += summary->bytes->size() +
+             static_cast<int64_t>(skim.fields.capacity() * sizeof(SummarySkim::Field) +
+                                  skim.row_groups.capacity() * sizeof(SummarySkim::RowGroup) +
+                                  skim.key_values.capacity() * sizeof(SummarySkim::KeyValue));
   }
   return bytes;
 }

@@ -27,8 +27,8 @@ struct ManifestFile {
   SourceFile source;
   /// The footer, Thrift-serialized (Manifest::FileMetadata decodes it): a few hundred bytes
   /// per row group where the decoded form takes kilobytes, so a million row groups fit in a
-  /// few hundred MB.
-  std::string footer;
+  /// few hundred MB. From a dataset index, a cut of the summary's bytes, held once.
+  SerializedFooter footer;
   /// Leaf column indices in this file that hold the projected columns.
   std::vector<int> leaf_columns;
   /// The same, per projected column (parallel to Manifest::schema()); none for a partition
