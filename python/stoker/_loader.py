@@ -254,7 +254,9 @@ class Loader(_cursor.EpochLoader):
             instead when it is stale; "ignore" never reads it; "trust" takes the directory's
             files from an index ``stoker index`` wrote without listing the directory, and
             checks each file's size and modification time at its first read (a file
-            rewritten or removed since is an error naming it; one ADDED since is not seen).
+            rewritten or removed since is an error naming it; one ADDED since is not seen);
+            with an index ``stoker index --checksums`` wrote, it checks the bytes of each
+            column chunk it reads against their checksum instead (no request per file).
             The batches are the same either way (docs/large-datasets.md).
         cache_dir: a local directory caching finished row groups (after projection, filter
             and transforms) so later epochs skip reads and decoding; the output is the same

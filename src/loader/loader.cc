@@ -29,6 +29,14 @@ arrow::Status EnsureComputeInitialized() {
   return status;
 }
 
+// Whether a source is a URI of a store other than the local filesystem (s3://, gs://, ...).
+bool AnyRemote(const std::vector<std::string>& sources) {
+  return std::any_of(sources.begin(), sources.end(), [](const std::string& source) {
+    const size_t scheme = source.find("://");
+    return scheme != std::string::npos && source.compare(0, scheme, "file") != 0;
+  });
+}
+
 // Checks that the output columns suit numpy/torch: types, and nulls that statistics prove.
 arrow::Status CheckTensorOutput(const UnitSource& source) {
   const auto& ragged = source.transforms->ragged_columns();
@@ -257,6 +265,11 @@ arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
   if (options.trace_events > 0) stats->EnableTrace(static_cast<size_t>(options.trace_events));
   const CpuBudget budget = ReadCpuBudget();
   if (options.num_threads == 0) options.num_threads = budget.threads;
+  if (options.storage.io_threads == 0) {
+    options.storage.io_threads = AnyRemote(options.sources)
+                                     ? StorageOptions::kDefaultRemoteIoThreads
+                                     : StorageOptions::kDefaultIoThreads;
+  }
   ShrinkArrowCpuPool(budget);
   ARROW_ASSIGN_OR_RAISE(auto source, MakeUnitSource(options, stats));
   auto loader = std::shared_ptr<Loader>(new Loader(std::move(options), std::move(source), stats));
