@@ -16,6 +16,12 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+# Imported for its exit hook: pyarrow.fs registers Arrow's S3 finalization with atexit. The
+# engine's S3 clients live in the same libarrow, and a process that read s3:// without it
+# could crash at exit (AWS SDK teardown after its clients). Imported before the hook below,
+# so live epochs are closed first (atexit runs last-registered first).
+import pyarrow.fs  # noqa: F401
+
 from stoker import _core, _cuda, _cursor, _frameworks, _mixture, _options, _state, _tables
 
 # Batches the batch_transform thread keeps ready when prefetch is None.

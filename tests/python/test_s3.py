@@ -88,6 +88,32 @@ def test_identical_through_latency_503s_and_dropped_connections(s3: MotoServer,
     assert loader.stats()["retries"] >= proxy.failed  # every fault was retried, none skipped
 
 
+@pytest.mark.parametrize("ending", ["deleted mid-epoch", "alive at exit"])
+def test_a_process_that_read_s3_exits_cleanly(s3: MotoServer, ending: str) -> None:
+    """Arrow's S3 support must be finalized before the process exits, or the AWS SDK's
+    teardown can crash it; a script never calls that itself."""
+    import json
+    import subprocess
+    import sys
+
+    script = (
+        "import json, sys, stoker\n"
+        "spec = json.loads(sys.argv[1])\n"
+        "loader = stoker.Loader('s3://data/criteo/', storage_options=spec['storage'],"
+        " **spec['kw'])\n"
+        "it = iter(loader)\n"
+        "next(it)\n"
+        "if spec['ending'] == 'deleted mid-epoch':\n"
+        "    del it, loader\n"
+        "print('done')\n")
+    spec = {"storage": storage(s3.endpoint), "kw": KW, "ending": ending}
+    for _ in range(3):
+        run = subprocess.run([sys.executable, "-c", script, json.dumps(spec)],
+                             capture_output=True, text=True, timeout=120, check=False)
+        assert (run.returncode, run.stdout.strip()) == (0, "done"), run.stderr[-2000:]
+        assert "FinalizeS3 was not called" not in run.stderr
+
+
 def test_exhausted_retries_name_the_object_and_range(s3: MotoServer) -> None:
     loader = stoker.Loader("s3://data/criteo/", storage_options=storage(s3.endpoint), **KW)
     proxy = FaultProxy(s3.endpoint)
