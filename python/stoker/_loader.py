@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 # engine's S3 clients live in the same libarrow, and a process that read s3:// without it
 # could crash at exit (AWS SDK teardown after its clients). Imported before the hook below,
 # so live epochs are closed first (atexit runs last-registered first).
-import pyarrow.fs  # noqa: F401
+import pyarrow.fs
 
 from stoker import _core, _cuda, _cursor, _frameworks, _mixture, _options, _state, _tables
 
