@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gc
 import math
-import os
 from collections import Counter
 from pathlib import Path
 
@@ -18,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 import stoker
 from conftest import assert_same_batches
-from stoker import _core
+from stoker import _core, _procfs
 
 SIZES = {"a": 6000, "b": 3000, "c": 1500}
 
@@ -280,14 +279,7 @@ def test_stats_report_rows_per_source(sources):
 
 def _workers() -> int:
     """The engine's worker threads alive in this process, counted by name."""
-    count = 0
-    for task in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{task}/comm") as comm:
-                count += comm.read().strip() == "stoker-worker"
-        except FileNotFoundError:  # the thread ended while we looked
-            pass
-    return count
+    return sum(name == "stoker-worker" for name in _procfs.thread_names().values())
 
 
 def test_num_threads_is_the_total_all_sources_share(sources):

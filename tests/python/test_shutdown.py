@@ -22,15 +22,10 @@ TIMEOUT = 60  # seconds a case may take; a hang fails the test instead of the su
 PRELUDE = """
 import gc, os, sys, threading, time
 import stoker
+from stoker import _procfs
 
 def threads():
-    workers = 0
-    for task in os.listdir("/proc/self/task"):
-        try:
-            with open(f"/proc/self/task/{task}/comm") as comm:
-                workers += comm.read().strip() == "stoker-worker"
-        except FileNotFoundError:  # the thread ended while we looked
-            pass
+    workers = sum(name == "stoker-worker" for name in _procfs.thread_names().values())
     pump = sum(t.name == "stoker-batch-transform" for t in threading.enumerate())
     return workers + pump
 
