@@ -36,12 +36,12 @@ arrow::Status ReadError(arrow::Status status, const Manifest& manifest, const Un
   return WithContext(status, "reading " + Where(manifest, unit));
 }
 
-// OK when each of `leaves`' column chunks in `unit`, as `log` holds the bytes read, has the
-// checksum the dataset index recorded for it.
+// OK when each of `leaves`' column chunks in `unit` (its file's footer: `metadata`), as `log`
+// holds the bytes read, has the checksum the dataset index recorded for it.
 arrow::Status CheckChunks(const Manifest& manifest, const Unit& unit,
+                          const std::shared_ptr<parquet::FileMetaData>& metadata,
                           const std::vector<int>& leaves, const ReadLog& log) {
   const ManifestFile& file = manifest.files()[unit.file];
-  ARROW_ASSIGN_OR_RAISE(auto metadata, manifest.FileMetadata(unit.file));
   return CatchAll([&]() -> arrow::Status {
     BEGIN_PARQUET_CATCH_EXCEPTIONS
     const auto row_group = metadata->RowGroup(unit.row_group);
@@ -126,8 +126,10 @@ arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetchUnchecked(const Manifest
   }
   if (by_checksums) {
     fetch->ready = fetch->ready.Then(
-        [&manifest, unit, leaves = fetch->leaves, log]() -> arrow::Future<> {
-          return arrow::Future<>::MakeFinished(CheckChunks(manifest, unit, leaves, *log));
+        // The footer the reader holds: the manifest's cache may have dropped it meanwhile.
+        [&manifest, unit, metadata = fetch->reader->metadata(), leaves = fetch->leaves,
+         log]() -> arrow::Future<> {
+          return arrow::Future<>::MakeFinished(CheckChunks(manifest, unit, metadata, leaves, *log));
         },
         [verify](const arrow::Status& failed) -> arrow::Future<> {
           // A removed or rewritten file's read fails: the identity check says so.
