@@ -19,6 +19,7 @@
 namespace stoker {
 
 // The engine's internals, which this header names but an embedder never needs to see.
+class BatchTargets;
 class EpochPlan;
 class Manifest;
 class Stats;
@@ -83,6 +84,11 @@ class Loader {
     int64_t shard = 0;
     int64_t chunk = 1;
     int64_t first_batch = 0;
+    /// Where the batches end, as offsets into the rank's rows (PlanConfig::batch_ends;
+    /// empty: every batch_size rows), and the buffers they are written into (null: their
+    /// own). How a mixture's sources write into the mixed batches.
+    std::vector<int64_t> batch_ends;
+    std::shared_ptr<const BatchTargets> targets;
   };
   /// The plan a stream follows, and the batches of it the stream delivers.
   arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> PlanStream(

@@ -46,12 +46,21 @@ std::shared_ptr<arrow::ArrayData> WrapValues(const std::shared_ptr<arrow::DataTy
   return arrow::ArrayData::Make(type, length, {nullptr}, {std::move(child)}, 0);
 }
 
+// The buffer of `bytes` bytes a column's values go into: `given` when it is one of exactly
+// that size that may be written, else a new one from `pool`.
+arrow::Result<std::shared_ptr<arrow::Buffer>> OutputBuffer(const std::shared_ptr<arrow::Buffer>& given,
+                                                           int64_t bytes, arrow::MemoryPool* pool) {
+  if (given != nullptr && given->is_mutable() && given->size() == bytes) return given;
+  return arrow::AllocateBuffer(bytes, pool);
+}
+
 arrow::Result<std::shared_ptr<arrow::ArrayData>> GatherFixedWidth(
     const std::shared_ptr<arrow::DataType>& type, int64_t row_bytes, const Gather& g,
-    const std::vector<const arrow::ArrayData*>& arrays, arrow::MemoryPool* pool) {
+    const std::vector<const arrow::ArrayData*>& arrays, const std::shared_ptr<arrow::Buffer>& given,
+    arrow::MemoryPool* pool) {
   const auto n = static_cast<int64_t>(g.row.size());
   ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> buffer,
-                        arrow::AllocateBuffer(n * row_bytes, pool));
+                        OutputBuffer(given, n * row_bytes, pool));
   std::vector<const uint8_t*> bases(arrays.size());
   for (size_t u = 0; u < arrays.size(); ++u) bases[u] = GetFixedWidthValues(*arrays[u]).first;
   uint8_t* out = buffer->mutable_data();
@@ -184,6 +193,18 @@ void GatherRecords(const RowLayout& layout, const Gather& g,
   const size_t num_targets = targets->size();
   for (size_t tile = 0; tile < n; tile += kTileRows) {
     const size_t tile_end = std::min(n, tile + kTileRows);
+    // The next tile's output lines, for writing: a line the scatter writes first is read
+    // from memory before the write can finish, one column's lines after another's.
+    if (tile_end < n) {
+      const size_t next_end = std::min(n, tile_end + kTileRows);
+      for (const ScatterTarget& t : *targets) {
+        const int64_t width = t.column->is_bool ? 0 : t.column->width;
+        if (width == 0) continue;
+        const uint8_t* first = t.values + tile_end * width;
+        const uint8_t* last = t.values + next_end * width;
+        for (const uint8_t* line = first; line < last; line += 64) __builtin_prefetch(line, 1);
+      }
+    }
     for (size_t group = 0; group < num_targets; group += kGroupColumns) {
       const size_t group_end = std::min(num_targets, group + kGroupColumns);
       for (size_t i = tile; i < tile_end; ++i) {
@@ -201,16 +222,25 @@ void GatherRecords(const RowLayout& layout, const Gather& g,
   }
 }
 
-arrow::Result<std::vector<ScatterTarget>> MakeTargets(const RowLayout& layout, int64_t n,
-                                                      arrow::MemoryPool* pool) {
+// `given[k]`: the buffer staged column k's values go into (null or absent: a new one).
+arrow::Result<std::vector<ScatterTarget>> MakeTargets(
+    const RowLayout& layout, int64_t n, const std::vector<std::shared_ptr<arrow::Buffer>>& given,
+    arrow::MemoryPool* pool) {
   std::vector<ScatterTarget> targets;
-  for (const auto& column : layout.columns) {
+  for (size_t k = 0; k < layout.columns.size(); ++k) {
+    const RowLayout::Column& column = layout.columns[k];
     ScatterTarget t;
     t.column = &column;
-    const int64_t bytes = column.is_bool ? arrow::bit_util::BytesForBits(n) : n * column.width;
-    ARROW_ASSIGN_OR_RAISE(t.values_buffer, arrow::AllocateBuffer(bytes, pool));
+    if (column.is_bool) {
+      ARROW_ASSIGN_OR_RAISE(t.values_buffer,
+                            arrow::AllocateBuffer(arrow::bit_util::BytesForBits(n), pool));
+    } else {
+      static const std::shared_ptr<arrow::Buffer> kNone;
+      ARROW_ASSIGN_OR_RAISE(t.values_buffer,
+                            OutputBuffer(k < given.size() ? given[k] : kNone, n * column.width, pool));
+    }
     t.values = t.values_buffer->mutable_data();
-    if (column.is_bool) std::memset(t.values, 0, bytes);
+    if (column.is_bool) std::memset(t.values, 0, t.values_buffer->size());
     if (column.valid_offset >= 0) {
       ARROW_ASSIGN_OR_RAISE(t.validity_buffer,
                             arrow::AllocateBuffer(arrow::bit_util::BytesForBits(n), pool));
@@ -226,7 +256,8 @@ arrow::Result<std::vector<ScatterTarget>> MakeTargets(const RowLayout& layout, i
 
 arrow::Result<AssembledBatch> Assembler::Assemble(
     const EpochPlan& plan, int64_t begin, int64_t end,
-    const std::vector<std::shared_ptr<const LoadedWindow>>& windows) const {
+    const std::vector<std::shared_ptr<const LoadedWindow>>& windows,
+    const OutputTarget* target) const {
   ARROW_DCHECK(begin < end && !windows.empty()) << "batch [" << begin << ", " << end << ")";
   // The units the batch may read, less those skipped (on_error="skip"): window k's i-th unit
   // is units[flat[window_base[k] + i]], or skipped when that is -1.
@@ -286,12 +317,24 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
     return out;
   }
   const auto& schema = source_->output_schema;
+  // The given buffers of output columns; none when rows were left out (they are sized for
+  // the batch's planned rows).
+  static const std::vector<std::shared_ptr<arrow::Buffer>> kNone;
+  const auto& given = target != nullptr && n == end - begin ? target->columns : kNone;
+  auto given_for = [&given](int c) -> const std::shared_ptr<arrow::Buffer>& {
+    static const std::shared_ptr<arrow::Buffer> kNull;
+    return static_cast<size_t>(c) < given.size() ? given[c] : kNull;
+  };
   // Staged columns (every unit of a pipeline is staged with one layout, or none is).
   const RowLayout* layout = units[0]->layout.get();
   std::vector<ScatterTarget> targets;
   if (layout != nullptr) {
     for (const auto* unit : units) ARROW_DCHECK_EQ(unit->layout.get(), layout);
-    ARROW_ASSIGN_OR_RAISE(targets, MakeTargets(*layout, n, pool));
+    std::vector<std::shared_ptr<arrow::Buffer>> staged_given(layout->columns.size());
+    for (int c = 0; c < schema->num_fields(); ++c) {
+      if (layout->staged[c] >= 0) staged_given[layout->staged[c]] = given_for(c);
+    }
+    ARROW_ASSIGN_OR_RAISE(targets, MakeTargets(*layout, n, staged_given, pool));
     GatherRecords(*layout, g, units, &targets);
   }
 
@@ -311,7 +354,8 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
     auto fixed = GetFixedWidthLayout(*type);
     std::shared_ptr<arrow::ArrayData> column;
     if (fixed.ok() && !nulls) {
-      ARROW_ASSIGN_OR_RAISE(column, GatherFixedWidth(type, fixed->row_bytes, g, arrays, pool));
+      ARROW_ASSIGN_OR_RAISE(
+          column, GatherFixedWidth(type, fixed->row_bytes, g, arrays, given_for(c), pool));
     } else {
       ARROW_ASSIGN_OR_RAISE(column, GatherGeneric(g, arrays, pool));
     }

@@ -31,6 +31,24 @@ struct AssembledBatch {
   int64_t planned_rows = 0;
 };
 
+/// Buffers a batch's columns are written into instead of new ones: columns[c], when set
+/// (and mutable), receives output column c's values, exactly its rows times the column's
+/// row bytes. How a mixture's sources write their rows straight into the mixed batch
+/// (exec/mixed_batches.h). Used only for fixed-width columns of numbers (not bool); a batch
+/// that leaves rows out (on_error="skip") gets buffers of its own.
+struct OutputTarget {
+  std::vector<std::shared_ptr<arrow::Buffer>> columns;
+};
+
+/// Where a stream's batches go (OutputTarget): asked once per batch, by the worker that
+/// assembles it (any thread).
+class BatchTargets {
+ public:
+  virtual ~BatchTargets() = default;
+  /// The target of the plan's batch `batch` (no columns: buffers of its own).
+  virtual arrow::Result<OutputTarget> For(int64_t batch) const = 0;
+};
+
 /// Gathers the rows of one batch, in plan order, into freshly allocated 64-byte-aligned
 /// buffers that the batch owns. Columns of staged units (row_store.h) are gathered record by
 /// record; unstaged fixed-width columns without nulls by direct copy; other types (strings,
@@ -41,10 +59,12 @@ class Assembler {
   explicit Assembler(std::shared_ptr<const UnitSource> source) : source_(std::move(source)) {}
 
   /// Rank-local offsets [begin, end) of the plan; `windows` are the loaded windows of
-  /// plan.window_schedule() that hold them, in order.
+  /// plan.window_schedule() that hold them, in order. Values go into `target`'s buffers
+  /// where it gives one (see OutputTarget), into new ones from the source's pool otherwise.
   arrow::Result<AssembledBatch> Assemble(
       const EpochPlan& plan, int64_t begin, int64_t end,
-      const std::vector<std::shared_ptr<const LoadedWindow>>& windows) const;
+      const std::vector<std::shared_ptr<const LoadedWindow>>& windows,
+      const OutputTarget* target = nullptr) const;
 
  private:
   std::shared_ptr<const UnitSource> source_;

@@ -54,11 +54,29 @@ int64_t RunWidth(const std::vector<BatchSlice>& slices, int i, const arrow::Data
   return layout->row_bytes;
 }
 
+// True when every slice's values of column i either lie exactly where they belong in
+// `into` (rows in slice order from its start) or outside it altogether.
+bool InPlaceOrApart(const std::vector<BatchSlice>& slices, int i, int64_t width,
+                    const arrow::Buffer& into) {
+  const uint8_t* begin = into.data();
+  const uint8_t* end = begin + into.size();
+  const uint8_t* out = begin;
+  for (const BatchSlice& slice : slices) {
+    const uint8_t* from =
+        GetFixedWidthValues(*slice.batch->column(i)->data()).first + slice.offset * width;
+    const int64_t bytes = slice.length * width;
+    const bool apart = from + bytes <= begin || from >= end;
+    if (bytes > 0 && from != out && !apart) return false;
+    out += bytes;
+  }
+  return true;
+}
+
 }  // namespace
 
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> GatherSlices(
     const std::vector<BatchSlice>& slices, const std::shared_ptr<arrow::Schema>& schema,
-    arrow::MemoryPool* pool) {
+    arrow::MemoryPool* pool, const std::vector<std::shared_ptr<arrow::Buffer>>* into) {
   ARROW_RETURN_NOT_OK(CheckSlices(slices, *schema));
   int64_t rows = 0;
   for (const BatchSlice& slice : slices) rows += slice.length;
@@ -68,9 +86,17 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> GatherSlices(
   // copy itself on narrow columns), each at a 64-byte-aligned offset.
   std::vector<int64_t> width(static_cast<size_t>(n));
   std::vector<int64_t> start(static_cast<size_t>(n));
+  std::vector<std::shared_ptr<arrow::Buffer>> given(static_cast<size_t>(n));
   int64_t arena_bytes = 0;
   for (int i = 0; i < n; ++i) {
     width[i] = RunWidth(slices, i, *schema->field(i)->type());
+    if (width[i] > 0 && into != nullptr && static_cast<size_t>(i) < into->size()) {
+      const auto& buffer = (*into)[i];
+      if (buffer != nullptr && buffer->is_mutable() && buffer->size() == rows * width[i]) {
+        given[i] = buffer;
+        continue;
+      }
+    }
     start[i] = arena_bytes;
     arena_bytes += (rows * width[i] + kAlignment - 1) / kAlignment * kAlignment;
   }
@@ -85,14 +111,21 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> GatherSlices(
   for (int i = 0; i < n; ++i) {
     const std::shared_ptr<arrow::DataType>& type = schema->field(i)->type();
     if (width[i] > 0) {
-      uint8_t* out = arena->mutable_data() + start[i];
+      std::shared_ptr<arrow::Buffer> values = given[i];
+      if (values != nullptr && !InPlaceOrApart(slices, i, width[i], *values)) {
+        // Some slice lies in `into` but elsewhere than it belongs: copying into `into` could
+        // overwrite rows not yet copied, so this column gets a buffer of its own.
+        ARROW_ASSIGN_OR_RAISE(values, arrow::AllocateBuffer(rows * width[i], pool));
+      }
+      if (values == nullptr) values = arrow::SliceMutableBuffer(arena, start[i], rows * width[i]);
+      uint8_t* out = values->mutable_data();
       for (const BatchSlice& slice : slices) {
         const FixedWidthValues in = GetFixedWidthValues(*slice.batch->column(i)->data());
+        const uint8_t* from = in.first + slice.offset * width[i];
         const int64_t bytes = slice.length * width[i];
-        if (bytes > 0) std::memcpy(out, in.first + slice.offset * width[i], bytes);
+        if (bytes > 0 && from != out) std::memcpy(out, from, bytes);
         out += bytes;
       }
-      auto values = arrow::SliceBuffer(arena, start[i], rows * width[i]);
       columns.push_back(
           arrow::MakeArray(arrow::ArrayData::Make(type, rows, {nullptr, std::move(values)}, 0)));
       continue;

@@ -23,8 +23,14 @@ struct BatchSlice {
 /// (one copy of each value; the slices are left as they are). Every slice's batch must have
 /// `schema`'s column types in `schema`'s order; an error names the first column that does
 /// not.
+///
+/// `into`, when given, holds for each column a buffer for its values (null: none): a column
+/// copied as runs of fixed-width values (no nulls in any slice) goes into it when it is the
+/// size the rows take, and a slice whose values already lie where they belong in it (a
+/// mixture source's engine wrote them there) is not copied at all.
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> GatherSlices(
     const std::vector<BatchSlice>& slices, const std::shared_ptr<arrow::Schema>& schema,
-    arrow::MemoryPool* pool);
+    arrow::MemoryPool* pool,
+    const std::vector<std::shared_ptr<arrow::Buffer>>* into = nullptr);
 
 }  // namespace stoker

@@ -27,7 +27,8 @@ std::shared_ptr<const RowLayout> StagingLayout(const UnitSource& source,
 
 EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan plan,
                              std::vector<int64_t> batches, const LoaderOptions& options,
-                             std::shared_ptr<Stats> stats, std::shared_ptr<TaskPool> workers)
+                             std::shared_ptr<Stats> stats, std::shared_ptr<TaskPool> workers,
+                             std::shared_ptr<const BatchTargets> targets)
     : source_(std::move(source)),
       plan_(std::move(plan)),
       assembler_(source_),
@@ -40,6 +41,7 @@ EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan
               ? nullptr
               : ChunkPool::Make(row_layout_->stride << row_layout_->chunk_shift, source_->pool)),
       stats_(std::move(stats)),
+      targets_(std::move(targets)),
       workers_(std::move(workers)) {
   MutexLock lock(mutex_);
   // The windows these batches read, in order (all of the rank's, or a server's share).
@@ -197,7 +199,13 @@ void EpochPipeline::Pump() {
         [this, batch, needed = std::move(needed)] {
           const auto start = Stats::Clock::now();
           const auto [begin, end] = plan_.BatchRange(batches_[batch]);
-          auto result = assembler_.Assemble(plan_, begin, end, needed);
+          OutputTarget target;
+          if (targets_ != nullptr) {
+            auto given = targets_->For(batches_[batch]);
+            if (!given.ok()) return OnBatchAssembled(batch, given.status());
+            target = std::move(*given);
+          }
+          auto result = assembler_.Assemble(plan_, begin, end, needed, &target);
           const auto done = Stats::Clock::now();
           stats_->AddAssemble(done - start);
           stats_->Trace(TraceStage::kAssemble, start, done, batches_[batch]);

@@ -28,10 +28,12 @@ namespace stoker {
 class EpochPipeline final : public BatchStream {
  public:
   /// Delivers `batches` (indices into the plan's batches, increasing) in that order; its
-  /// tasks run on `workers` (its own pool, or one other pipelines share).
+  /// tasks run on `workers` (its own pool, or one other pipelines share); each batch is
+  /// written where `targets` says (null: into buffers of its own).
   EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan plan,
                 std::vector<int64_t> batches, const LoaderOptions& options,
-                std::shared_ptr<Stats> stats, std::shared_ptr<TaskPool> workers);
+                std::shared_ptr<Stats> stats, std::shared_ptr<TaskPool> workers,
+                std::shared_ptr<const BatchTargets> targets = nullptr);
   ~EpochPipeline() override;
 
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() override EXCLUDES(mutex_);
@@ -95,6 +97,7 @@ class EpochPipeline final : public BatchStream {
   /// Where staged units' records live, recycled from window to window.
   const std::shared_ptr<ChunkPool> record_chunks_;
   const std::shared_ptr<Stats> stats_;
+  const std::shared_ptr<const BatchTargets> targets_;
 
   mutable Mutex mutex_;
   /// Signalled when Deliverable() may have become true.

@@ -70,35 +70,42 @@ arrow::Result<std::unique_ptr<MixtureStream>> MixtureStream::Make(
                                     config->plan->epoch_rows(), " positions");
     }
   }
-  const arrow::Schema& schema = *config->sources[0]->schema();
+  const auto& schema = config->sources[0]->schema();
+  std::vector<int64_t> starts;
+  for (const int64_t stride : config->strides) starts.push_back(epoch * stride);
+  ARROW_ASSIGN_OR_RAISE(auto layout,
+                        MixtureLayout::Make(*config->plan, epoch, segments, starts,
+                                            config->batch_size, config->drop_last));
+  auto shared_layout = std::make_shared<const MixtureLayout>(std::move(layout));
+  auto batches = std::make_shared<MixedBatches>(schema, shared_layout, config->pool);
   // One budget of workers for the epoch, taken by whichever source has work: as many
   // threads as a Loader's, where a pool per source ran num_threads times the sources.
   auto workers = std::make_shared<TaskPool>(config->num_threads);
   std::vector<SourceRows> sources;
   sources.reserve(n);
-  for (const auto& loader : config->sources) {
-    ARROW_ASSIGN_OR_RAISE(auto rows, SourceRows::Make(loader, schema, workers));
+  for (size_t s = 0; s < n; ++s) {
+    ARROW_ASSIGN_OR_RAISE(auto rows,
+                          SourceRows::Make(config->sources[s], *schema, workers, batches,
+                                           &shared_layout->pieces(static_cast<int>(s))));
     sources.push_back(std::move(rows));
   }
-  std::unique_ptr<MixtureStream> stream(new MixtureStream(
-      std::move(config), epoch, std::move(segments), std::move(sources), std::move(tally)));
+  std::unique_ptr<MixtureStream> stream(
+      new MixtureStream(std::move(config), std::move(shared_layout), std::move(batches),
+                        std::move(sources), std::move(tally)));
   stream->producer_ = std::thread([raw = stream.get()] { raw->Produce(); });
   return stream;
 }
 
-MixtureStream::MixtureStream(std::shared_ptr<const MixtureConfig> config, int64_t epoch,
-                             std::vector<Segment> segments, std::vector<SourceRows> sources,
+MixtureStream::MixtureStream(std::shared_ptr<const MixtureConfig> config,
+                             std::shared_ptr<const MixtureLayout> layout,
+                             std::shared_ptr<MixedBatches> batches, std::vector<SourceRows> sources,
                              std::shared_ptr<MixtureTally> tally)
     : config_(std::move(config)),
-      epoch_(epoch),
-      segments_(std::move(segments)),
+      layout_(std::move(layout)),
+      batches_(std::move(batches)),
       tally_(std::move(tally)),
-      sources_(std::move(sources)) {
-  for (const Segment& segment : segments_) rows_left_ += segment.end - segment.begin;
-  const int64_t size = config_->batch_size;
-  num_batches_ = config_->drop_last ? rows_left_ / size : (rows_left_ + size - 1) / size;
-  if (!segments_.empty()) position_ = segments_[0].begin;
-}
+      sources_(std::move(sources)),
+      next_piece_(sources_.size(), 0) {}
 
 MixtureStream::~MixtureStream() {
   {
@@ -110,7 +117,7 @@ MixtureStream::~MixtureStream() {
 }
 
 void MixtureStream::Produce() {
-  for (int64_t b = 0; b < num_batches_; ++b) {
+  for (int64_t b = 0; b < layout_->num_batches(); ++b) {
     {
       MutexLock lock(mutex_);
       while (static_cast<int64_t>(ready_.size()) >= config_->prefetch && !stop_.load()) {
@@ -118,7 +125,7 @@ void MixtureStream::Produce() {
       }
       if (stop_.load()) return;
     }
-    auto mixed = Assemble(std::min(config_->batch_size, rows_left_));
+    auto mixed = Assemble(b);
     MutexLock lock(mutex_);
     if (!mixed.ok()) {
       error_ = mixed.status();
@@ -131,63 +138,28 @@ void MixtureStream::Produce() {
   sources_.clear();  // the last batch is gathered: stop the engines' read-ahead now
 }
 
-arrow::Result<MixtureStream::Mixed> MixtureStream::Assemble(int64_t rows) {
-  const MixturePlan& plan = *config_->plan;
+arrow::Result<MixtureStream::Mixed> MixtureStream::Assemble(int64_t b) {
   const size_t n = sources_.size();
-  std::vector<std::vector<BatchSlice>> pieces(n);
   Mixed mixed;
   mixed.source_rows.assign(n, 0);
-  std::vector<int64_t> stretch(n);
-  rows_left_ -= rows;
-  while (rows > 0) {
-    const Segment& segment = segments_[segment_];
-    if (before_.empty()) before_ = plan.RowsBefore(epoch_, position_);
-    const int64_t take = std::min(rows, segment.end - position_);
-    std::fill(stretch.begin(), stretch.end(), 0);
-    CountSources(position_, take, &stretch);
-    for (size_t s = 0; s < n; ++s) {
-      if (stretch[s] == 0) continue;
-      const int64_t start = epoch_ * config_->strides[s] + before_[s];
-      ARROW_RETURN_NOT_OK(sources_[s].Take(start, stretch[s], stop_, &pieces[s]));
-      before_[s] += stretch[s];
-      mixed.source_rows[s] += stretch[s];
-    }
-    position_ += take;
-    rows -= take;
-    if (position_ == segment.end && segment_ + 1 < segments_.size()) {
-      ++segment_;
-      position_ = segments_[segment_].begin;
-      before_.clear();
+  std::vector<BatchSlice> slices;  // grouped by source, in source order
+  for (size_t s = 0; s < n; ++s) {
+    const auto& pieces = layout_->pieces(static_cast<int>(s));
+    for (size_t& k = next_piece_[s]; k < pieces.size() && pieces[k].batch == b; ++k) {
+      ARROW_RETURN_NOT_OK(sources_[s].Take(pieces[k].start, pieces[k].rows, stop_, &slices));
+      mixed.source_rows[s] += pieces[k].rows;
     }
   }
-  std::vector<BatchSlice> slices;
-  for (auto& source : pieces) {
-    for (auto& slice : source) slices.push_back(std::move(slice));
-  }
-  ARROW_ASSIGN_OR_RAISE(mixed.batch,
-                        GatherSlices(slices, config_->sources[0]->schema(), config_->pool));
+  // The engines wrote their pieces' fixed-width values into the batch's buffers already.
+  ARROW_ASSIGN_OR_RAISE(auto into, batches_->Get(b));
+  ARROW_ASSIGN_OR_RAISE(mixed.batch, GatherSlices(slices, config_->sources[0]->schema(),
+                                                  config_->pool, into.get()));
+  batches_->Release(b);
   return mixed;
 }
 
-void MixtureStream::CountSources(int64_t position, int64_t n, std::vector<int64_t>* counts) {
-  const int64_t block_rows = config_->plan->block_rows();
-  while (n > 0) {
-    const int64_t block = position / block_rows;
-    const int64_t offset = position % block_rows;
-    if (block != block_) {
-      block_ = block;
-      block_sources_ = config_->plan->BlockSources(epoch_, block);
-    }
-    const int64_t m = std::min(n, static_cast<int64_t>(block_sources_.size()) - offset);
-    const uint8_t* sources = block_sources_.data() + offset;
-    for (int64_t i = 0; i < m; ++i) ++(*counts)[sources[i]];
-    position += m;
-    n -= m;
-  }
-}
-
 bool MixtureStream::Deliverable() const {
-  return delivered_ >= num_batches_ || !ready_.empty() || !error_.ok();
+  return delivered_ >= num_batches() || !ready_.empty() || !error_.ok();
 }
 
 bool MixtureStream::WaitReady(std::chrono::milliseconds timeout) {
@@ -202,7 +174,7 @@ bool MixtureStream::WaitReady(std::chrono::milliseconds timeout) {
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> MixtureStream::Next() {
   MutexLock lock(mutex_);
   while (!Deliverable()) changed_.Wait(mutex_);
-  if (delivered_ >= num_batches_) return nullptr;
+  if (delivered_ >= num_batches()) return nullptr;
   if (ready_.empty()) return error_;
   Mixed mixed = std::move(ready_.front());
   ready_.pop_front();

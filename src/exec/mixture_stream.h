@@ -12,7 +12,9 @@
 #include <thread>
 #include <vector>
 
+#include "exec/mixed_batches.h"
 #include "exec/source_rows.h"
+#include "plan/mixture_layout.h"
 #include "plan/mixture_plan.h"
 #include "plan/plan.h"
 #include "stoker/batch_stream.h"
@@ -67,20 +69,20 @@ class MixtureTally {
   std::atomic<int64_t> batches_{0};
 };
 
-/// One epoch of a mixture for one rank, a BatchStream like a Loader's epoch. A thread of its
-/// own walks the rank's segments of the epoch's positions a batch at a time: for each stretch
-/// it counts the positions each source fills (the plan's block of sources), takes that many
-/// rows from the source's stream (SourceRows) where the source's rows before that position
-/// say (MixturePlan::RowsBefore, recomputed at each segment's start, then carried), and
-/// gathers them, grouped by source in source order, into one batch (GatherSlices: one copy).
-/// Nothing depends on threads or timing: the batches are a pure function of the config, the
-/// epoch and the segments.
+/// One epoch of a mixture for one rank, a BatchStream like a Loader's epoch. Its layout
+/// (MixtureLayout, computed at the start from the plan and the rank's segments) says what
+/// each batch takes from each source; the sources' engines are cut at those pieces and write
+/// their fixed-width columns straight into the batches' buffers (MixedBatches). A thread of
+/// its own takes each batch's pieces from the sources (SourceRows) in source order and
+/// gathers them (GatherSlices: what the engines did not write in place, variable-width
+/// columns and any with nulls, is copied once). Nothing depends on threads or timing: the
+/// batches are a pure function of the config, the epoch and the segments.
 ///
 /// Bounds: at most config.prefetch mixed batches ready ahead of the consumer, plus the one
-/// being gathered; each source's engine holds its own bounds (one epoch open at a time).
-/// Threads: this one plus config.num_threads workers, one pool every source's engine
-/// submits its tasks to. Destroying the stream stops its thread and the sources' engines and
-/// joins them.
+/// being gathered; each source's engine holds its own bounds (one epoch open at a time), and
+/// a mixed batch's buffers exist from its first piece's assembly on. Threads: this one plus
+/// config.num_threads workers, one pool every source's engine submits its tasks to.
+/// Destroying the stream stops its thread and the sources' engines and joins them.
 class MixtureStream final : public BatchStream {
  public:
   /// Starts `epoch` for the rank whose positions are `segments` (begin < end each, in order);
@@ -92,7 +94,7 @@ class MixtureStream final : public BatchStream {
 
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() override EXCLUDES(mutex_);
   bool WaitReady(std::chrono::milliseconds timeout) override EXCLUDES(mutex_);
-  int64_t num_batches() const override { return num_batches_; }
+  int64_t num_batches() const override { return layout_->num_batches(); }
   int64_t planned_rows_delivered() const override EXCLUDES(mutex_);
 
  private:
@@ -101,31 +103,25 @@ class MixtureStream final : public BatchStream {
     std::vector<int64_t> source_rows;  // rows of each source in it
   };
 
-  MixtureStream(std::shared_ptr<const MixtureConfig> config, int64_t epoch,
-                std::vector<Segment> segments, std::vector<SourceRows> sources,
-                std::shared_ptr<MixtureTally> tally);
+  MixtureStream(std::shared_ptr<const MixtureConfig> config,
+                std::shared_ptr<const MixtureLayout> layout, std::shared_ptr<MixedBatches> batches,
+                std::vector<SourceRows> sources, std::shared_ptr<MixtureTally> tally);
   /// The producer thread: assembles every batch in order into ready_.
   void Produce() EXCLUDES(mutex_);
-  /// The next batch of `rows` positions.
-  arrow::Result<Mixed> Assemble(int64_t rows);
-  /// Adds the positions each source fills in [position, position + n) to `counts`.
-  void CountSources(int64_t position, int64_t n, std::vector<int64_t>* counts);
+  /// Batch b of the layout (the batches before it are assembled).
+  arrow::Result<Mixed> Assemble(int64_t b);
   bool Deliverable() const REQUIRES(mutex_);
 
   const std::shared_ptr<const MixtureConfig> config_;
-  const int64_t epoch_;
-  const std::vector<Segment> segments_;
+  /// What each batch takes from each source (computed once, at the epoch's start).
+  const std::shared_ptr<const MixtureLayout> layout_;
+  /// The batches' buffers the sources' engines write into.
+  const std::shared_ptr<MixedBatches> batches_;
   const std::shared_ptr<MixtureTally> tally_;
-  int64_t num_batches_ = 0;
 
-  // The producer thread's own: where it stands in the epoch.
+  // The producer thread's own: each source's reader and its next piece of the layout.
   std::vector<SourceRows> sources_;
-  size_t segment_ = 0;
-  int64_t position_ = 0;
-  int64_t rows_left_ = 0;
-  std::vector<int64_t> before_;  // rows of each source before position_; empty: recompute
-  int64_t block_ = -1;           // the plan block block_sources_ holds
-  std::vector<uint8_t> block_sources_;
+  std::vector<size_t> next_piece_;
 
   std::atomic<bool> stop_{false};
   mutable Mutex mutex_;

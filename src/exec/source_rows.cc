@@ -1,6 +1,7 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #include "exec/source_rows.h"
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -15,25 +16,36 @@ constexpr std::chrono::milliseconds kStopPollInterval{20};
 
 arrow::Result<SourceRows> SourceRows::Make(std::shared_ptr<const Loader> loader,
                                            const arrow::Schema& schema,
-                                           std::shared_ptr<TaskPool> workers) {
+                                           std::shared_ptr<TaskPool> workers,
+                                           std::shared_ptr<MixedBatches> batches,
+                                           const std::vector<MixturePiece>* pieces) {
   const arrow::Schema& own = *loader->schema();
   std::vector<int> columns;
+  std::vector<int> in_place;
   for (const auto& field : schema.fields()) {
     const int i = own.GetFieldIndex(field->name());
     if (i < 0)
       return arrow::Status::KeyError("a mixture source has no column '", field->name(), "'");
     columns.push_back(i);
+    in_place.push_back(own.field(i)->type()->Equals(*field->type()) ? i : -1);
   }
-  return SourceRows(std::move(loader), std::move(columns), arrow::schema(schema.fields()),
-                    std::move(workers));
+  if (pieces == nullptr) batches.reset();
+  return SourceRows(std::move(loader), std::move(columns), std::move(in_place),
+                    arrow::schema(schema.fields()), std::move(workers), std::move(batches),
+                    pieces);
 }
 
 SourceRows::SourceRows(std::shared_ptr<const Loader> loader, std::vector<int> columns,
-                       std::shared_ptr<arrow::Schema> schema, std::shared_ptr<TaskPool> workers)
+                       std::vector<int> in_place, std::shared_ptr<arrow::Schema> schema,
+                       std::shared_ptr<TaskPool> workers, std::shared_ptr<MixedBatches> batches,
+                       const std::vector<MixturePiece>* pieces)
     : loader_(std::move(loader)),
       columns_(std::move(columns)),
+      in_place_(std::move(in_place)),
       schema_(std::move(schema)),
-      workers_(std::move(workers)) {}
+      workers_(std::move(workers)),
+      batches_(std::move(batches)),
+      pieces_(pieces) {}
 
 arrow::Status SourceRows::Take(int64_t start, int64_t count, const std::atomic<bool>& stop,
                                std::vector<BatchSlice>* out) {
@@ -63,9 +75,37 @@ arrow::Status SourceRows::StartEngine(int64_t epoch, int64_t skipped) {
   Loader::StreamSpec spec;
   spec.epoch = epoch;
   if (skipped > 0) spec.resumed.push_back({1, skipped});
+  if (batches_ != nullptr) CutAtPieces(epoch * loader_->num_rows() + skipped, &spec);
   ARROW_ASSIGN_OR_RAISE(epoch_, loader_->StartStream(spec, workers_));
   source_epoch_ = epoch;
   return arrow::Status::OK();
+}
+
+void SourceRows::CutAtPieces(int64_t start, Loader::StreamSpec* spec) const {
+  const int64_t rows = loader_->num_rows();
+  const int64_t end = (start / rows + 1) * rows;  // where the source's epoch ends in Z
+  // The first piece that ends after `start`, then every piece that continues it without a
+  // gap, up to the epoch's end.
+  auto it = std::partition_point(pieces_->begin(), pieces_->end(), [start](const MixturePiece& p) {
+    return p.start + p.rows <= start;
+  });
+  std::vector<MixturePiece> targets;
+  int64_t z = start;
+  for (; it != pieces_->end() && it->start <= z && z < end; ++it) {
+    const int64_t stop = std::min(it->start + it->rows, end);
+    targets.push_back({z, stop - z, it->batch, it->offset + (z - it->start)});
+    spec->batch_ends.push_back(stop - start);
+    z = stop;
+  }
+  // The rest of the source's epoch, which this mixture epoch may not read, in the loader's
+  // batches.
+  const int64_t batch_size = loader_->options().batch_size;
+  while (z < end) {
+    z = std::min(z + batch_size, end);
+    spec->batch_ends.push_back(z - start);
+  }
+  spec->targets = std::make_shared<SourceTargets>(
+      batches_, in_place_, loader_->schema()->num_fields(), std::move(targets));
 }
 
 arrow::Status SourceRows::Fill(const std::atomic<bool>& stop) {

@@ -11,7 +11,9 @@
 #include <vector>
 
 #include "assemble/slice_gather.h"
+#include "exec/mixed_batches.h"
 #include "exec/task_pool.h"
+#include "plan/mixture_layout.h"
 #include "stoker/batch_stream.h"
 #include "stoker/loader.h"
 
@@ -23,6 +25,11 @@ namespace stoker {
 /// epoch being read when `start` is where the last Take ended, and otherwise starts the
 /// engine at `start` (a resume of that epoch after z mod T rows: nothing before it is read).
 ///
+/// Given the mixture epoch's layout, each engine epoch is cut at the mixed batches'
+/// boundaries: its batch k is the k-th piece of the layout it reaches, written straight into
+/// that mixed batch's buffers (MixedBatches) at the piece's offset; rows past the pieces
+/// (what a downsampled source's epoch leaves) come in batches of the loader's batch_size.
+///
 /// Bounds: at most one engine epoch is open (its read-ahead is the source loader's
 /// `prefetch` batches), plus the one engine batch being handed out. The engine's work runs
 /// on the mixture's pool of workers, which every source shares. Rows are handed out as
@@ -31,10 +38,14 @@ class SourceRows {
  public:
   /// Hands out `loader`'s rows with their columns in the order of `schema` (the mixture's
   /// output), its engine's epochs running on `workers`: a KeyError names a column of
-  /// `schema` the source does not give.
+  /// `schema` the source does not give. With `batches` and `pieces` (this source's pieces of
+  /// the mixture epoch's layout, which outlive this), the engine writes into the mixed
+  /// batches; without, its batches are its own.
   static arrow::Result<SourceRows> Make(std::shared_ptr<const Loader> loader,
                                         const arrow::Schema& schema,
-                                        std::shared_ptr<TaskPool> workers);
+                                        std::shared_ptr<TaskPool> workers,
+                                        std::shared_ptr<MixedBatches> batches = nullptr,
+                                        const std::vector<MixturePiece>* pieces = nullptr);
 
   /// Appends rows [start, start + count) of Z to `out` as slices. Blocks on the engine;
   /// returns Cancelled soon after `stop` becomes true.
@@ -43,7 +54,12 @@ class SourceRows {
 
  private:
   SourceRows(std::shared_ptr<const Loader> loader, std::vector<int> columns,
-             std::shared_ptr<arrow::Schema> schema, std::shared_ptr<TaskPool> workers);
+             std::vector<int> in_place, std::shared_ptr<arrow::Schema> schema,
+             std::shared_ptr<TaskPool> workers, std::shared_ptr<MixedBatches> batches,
+             const std::vector<MixturePiece>* pieces);
+  /// Cuts the engine epoch that starts at row `start` of Z (and ends with the source's
+  /// epoch) at the layout's pieces: its batch ends, and where each batch goes.
+  void CutAtPieces(int64_t start, Loader::StreamSpec* spec) const;
   /// Starts the engine's epoch `epoch` after its first `skipped` rows.
   arrow::Status StartEngine(int64_t epoch, int64_t skipped);
   /// Starts the engine at row `start` of Z.
@@ -54,8 +70,13 @@ class SourceRows {
   std::shared_ptr<const Loader> loader_;
   /// Index in the engine's batches of each output column.
   std::vector<int> columns_;
+  /// columns_, less the columns whose type differs from the output's (-1): what the engine
+  /// may write into the mixed batches.
+  std::vector<int> in_place_;
   std::shared_ptr<arrow::Schema> schema_;
   std::shared_ptr<TaskPool> workers_;
+  std::shared_ptr<MixedBatches> batches_;       // null: the engine's batches are its own
+  const std::vector<MixturePiece>* pieces_;     // this source's pieces, with batches_
   std::unique_ptr<BatchStream> epoch_;  // the engine epoch being read; null before Open
   int64_t source_epoch_ = 0;
   int64_t position_ = -1;                      // the row of Z that batch_'s first unconsumed row is

@@ -361,6 +361,7 @@ arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> Loader::PlanStream(
   config.resumed = spec.resumed;
   config.rank = spec.rank;
   config.world_size = spec.world_size;
+  config.batch_ends = spec.batch_ends;
   ARROW_ASSIGN_OR_RAISE(auto plan, EpochPlan::Make(unit_rows_, config));
   std::vector<int64_t> batches;
   for (int64_t b = spec.first_batch; b < plan.num_batches(); ++b) {
@@ -375,7 +376,7 @@ arrow::Result<std::unique_ptr<BatchStream>> Loader::StartStream(
   if (workers == nullptr) workers = std::make_shared<TaskPool>(options_.ResolvedThreads());
   return std::make_unique<EpochPipeline>(source_, std::move(planned.first),
                                          std::move(planned.second), options_, stats_,
-                                         std::move(workers));
+                                         std::move(workers), spec.targets);
 }
 
 arrow::Status Loader::RestoreDeliveredDigest(const std::string& hex) {

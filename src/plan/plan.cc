@@ -102,6 +102,7 @@ arrow::Result<EpochPlan> EpochPlan::Make(const std::vector<int64_t>& unit_rows,
   ARROW_RETURN_NOT_OK(plan.CutWindows(unit_rows));
   ARROW_RETURN_NOT_OK(CheckResumeRounds(config));
   plan.TakeRankSlice();
+  ARROW_RETURN_NOT_OK(plan.CheckBatchEnds());
   return plan;
 }
 
@@ -209,8 +210,32 @@ std::vector<Segment> RankSegments(int64_t total_rows, const std::vector<ResumeRo
   return SliceSegments(remaining, first, last);
 }
 
+arrow::Status EpochPlan::CheckBatchEnds() {
+  const std::vector<int64_t>& ends = config_.batch_ends;
+  if (ends.empty()) return arrow::Status::OK();
+  if (config_.pad_to_equal_steps) {
+    return arrow::Status::Invalid("batch_ends cannot be given with pad_to_equal_steps");
+  }
+  int64_t last = 0;
+  for (const int64_t end : ends) {
+    if (end <= last) {
+      return arrow::Status::Invalid("batch_ends must increase from above 0, got ", end,
+                                    " after ", last);
+    }
+    last = end;
+  }
+  if (last != rank_rows_) {
+    return arrow::Status::Invalid("batch_ends end at ", last, ", the rank has ", rank_rows_,
+                                  " rows");
+  }
+  num_batches_ = static_cast<int64_t>(ends.size());
+  return arrow::Status::OK();
+}
+
 std::pair<int64_t, int64_t> EpochPlan::BatchRange(int64_t b) const {
   ARROW_DCHECK(b >= 0 && b < num_batches_) << "batch " << b << " of " << num_batches_;
+  const std::vector<int64_t>& ends = config_.batch_ends;
+  if (!ends.empty()) return {b == 0 ? 0 : ends[b - 1], ends[b]};
   const int64_t first = b * config_.batch_size;
   return {first, std::min(first + config_.batch_size, rank_rows_)};
 }
@@ -311,7 +336,8 @@ int64_t EpochPlan::HeldBytes() const {
                                 sizeof(typename std::decay_t<decltype(v)>::value_type));
   };
   return static_cast<int64_t>(sizeof(EpochPlan)) + bytes(unit_order_) + bytes(unit_offset_) +
-         bytes(windows_) + bytes(segments_) + bytes(segment_offset_) + bytes(window_schedule_);
+         bytes(windows_) + bytes(segments_) + bytes(segment_offset_) + bytes(window_schedule_) +
+         bytes(config_.batch_ends);
 }
 
 }  // namespace stoker

@@ -40,6 +40,11 @@ struct PlanConfig {
   /// Earlier stretches of this epoch, oldest first (empty for a fresh epoch). The rows they
   /// consumed are removed from S; what remains, in order, is split among world_size ranks.
   std::vector<ResumeRound> resumed;
+  /// Where this rank's batches end, as rank-local offsets: increasing, the last one the
+  /// rank's rows. Empty: batches of batch_size (and drop_last). How a mixture cuts a source's
+  /// epoch at the mixed batches' boundaries (exec/mixture_layout.h). Not with
+  /// pad_to_equal_steps.
+  std::vector<int64_t> batch_ends;
 };
 
 /// A window: consecutive units of the permuted unit order whose rows are mixed together.
@@ -132,6 +137,9 @@ class EpochPlan {
   /// Pads the rank's rows up to the full batches of the largest share (pad_to_equal_steps);
   /// `share_end` is where this rank's share ends in `remaining`.
   void TakePadding(const std::vector<Segment>& remaining, int64_t share_end);
+  /// With config().batch_ends: an error unless they cut exactly this rank's rows; sets the
+  /// batch count.
+  arrow::Status CheckBatchEnds();
   /// LocateRange over real rows only (end <= real_rows()), into out[0 .. end - begin).
   void LocateRealRange(int64_t begin, int64_t end, RowSource* out) const;
 
