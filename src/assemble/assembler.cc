@@ -48,8 +48,8 @@ std::shared_ptr<arrow::ArrayData> WrapValues(const std::shared_ptr<arrow::DataTy
 
 // The buffer of `bytes` bytes a column's values go into: `given` when it is one of exactly
 // that size that may be written, else a new one from `pool`.
-arrow::Result<std::shared_ptr<arrow::Buffer>> OutputBuffer(const std::shared_ptr<arrow::Buffer>& given,
-                                                           int64_t bytes, arrow::MemoryPool* pool) {
+arrow::Result<std::shared_ptr<arrow::Buffer>> OutputBuffer(
+    const std::shared_ptr<arrow::Buffer>& given, int64_t bytes, arrow::MemoryPool* pool) {
   if (given != nullptr && given->is_mutable() && given->size() == bytes) return given;
   return arrow::AllocateBuffer(bytes, pool);
 }
@@ -236,8 +236,8 @@ arrow::Result<std::vector<ScatterTarget>> MakeTargets(
                             arrow::AllocateBuffer(arrow::bit_util::BytesForBits(n), pool));
     } else {
       static const std::shared_ptr<arrow::Buffer> kNone;
-      ARROW_ASSIGN_OR_RAISE(t.values_buffer,
-                            OutputBuffer(k < given.size() ? given[k] : kNone, n * column.width, pool));
+      ARROW_ASSIGN_OR_RAISE(t.values_buffer, OutputBuffer(k < given.size() ? given[k] : kNone,
+                                                          n * column.width, pool));
     }
     t.values = t.values_buffer->mutable_data();
     if (column.is_bool) std::memset(t.values, 0, t.values_buffer->size());

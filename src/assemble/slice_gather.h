@@ -30,7 +30,6 @@ struct BatchSlice {
 /// mixture source's engine wrote them there) is not copied at all.
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> GatherSlices(
     const std::vector<BatchSlice>& slices, const std::shared_ptr<arrow::Schema>& schema,
-    arrow::MemoryPool* pool,
-    const std::vector<std::shared_ptr<arrow::Buffer>>* into = nullptr);
+    arrow::MemoryPool* pool, const std::vector<std::shared_ptr<arrow::Buffer>>* into = nullptr);
 
 }  // namespace stoker

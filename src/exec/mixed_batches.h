@@ -21,9 +21,10 @@ namespace stoker {
 /// into, so that a mixed batch's fixed-width columns are written once, not assembled by each
 /// source and copied again (docs/architecture.md, Mixtures). Each batch gets one allocation
 /// holding every column of the output that is scalar fixed-width numbers (not bool, not
-/// fixed-size lists: GatherSlices concatenates those), each at a 64-byte-aligned start, made by whichever asks first: a source's
-/// engine assembling its piece, or the mixture gathering the batch. The mixture drops it from
-/// here once it has gathered the batch (the batch's arrays keep it alive). Thread-safe.
+/// fixed-size lists: GatherSlices concatenates those), each at a 64-byte-aligned start, made by
+/// whichever asks first: a source's engine assembling its piece, or the mixture gathering the
+/// batch. The mixture drops it from here once it has gathered the batch (the batch's arrays keep it
+/// alive). Thread-safe.
 ///
 /// Bounds: a batch's buffers exist from its first piece's assembly to its gathering; the
 /// engines assemble at most their prefetch ahead.

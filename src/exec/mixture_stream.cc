@@ -43,7 +43,6 @@ arrow::Result<std::shared_ptr<const MixtureConfig>> MakeMixtureConfig(
   config->plan = std::make_shared<const MixturePlan>(plan);
   config->batch_size = options.batch_size;
   config->drop_last = options.drop_last;
-  config->prefetch = options.ResolvedPrefetch();
   config->num_threads = options.ResolvedThreads();
   config->pool = pool;
   return config;
@@ -57,25 +56,14 @@ arrow::Result<std::unique_ptr<MixtureStream>> MixtureStream::Make(
       config->strides.size() != n) {
     return arrow::Status::Invalid("a mixture needs one loader and one stride per plan source");
   }
-  if (config->batch_size < 1 || config->prefetch < 1 || config->num_threads < 1 ||
-      config->pool == nullptr) {
-    return arrow::Status::Invalid(
-        "a mixture needs batch_size >= 1, prefetch >= 1, num_threads >= 1 and a pool");
-  }
-  for (const Segment& segment : segments) {
-    if (segment.begin < 0 || segment.end <= segment.begin ||
-        segment.end > config->plan->epoch_rows()) {
-      return arrow::Status::Invalid("segment [", segment.begin, ", ", segment.end,
-                                    ") is not inside the mixture's epoch of ",
-                                    config->plan->epoch_rows(), " positions");
-    }
+  if (config->batch_size < 1 || config->num_threads < 1 || config->pool == nullptr) {
+    return arrow::Status::Invalid("a mixture needs batch_size >= 1, num_threads >= 1 and a pool");
   }
   const auto& schema = config->sources[0]->schema();
   std::vector<int64_t> starts;
   for (const int64_t stride : config->strides) starts.push_back(epoch * stride);
-  ARROW_ASSIGN_OR_RAISE(auto layout,
-                        MixtureLayout::Make(*config->plan, epoch, segments, starts,
-                                            config->batch_size, config->drop_last));
+  ARROW_ASSIGN_OR_RAISE(auto layout, MixtureLayout::Make(*config->plan, epoch, segments, starts,
+                                                         config->batch_size, config->drop_last));
   auto shared_layout = std::make_shared<const MixtureLayout>(std::move(layout));
   auto batches = std::make_shared<MixedBatches>(schema, shared_layout, config->pool);
   // One budget of workers for the epoch, taken by whichever source has work: as many
@@ -84,15 +72,13 @@ arrow::Result<std::unique_ptr<MixtureStream>> MixtureStream::Make(
   std::vector<SourceRows> sources;
   sources.reserve(n);
   for (size_t s = 0; s < n; ++s) {
-    ARROW_ASSIGN_OR_RAISE(auto rows,
-                          SourceRows::Make(config->sources[s], *schema, workers, batches,
-                                           &shared_layout->pieces(static_cast<int>(s))));
+    ARROW_ASSIGN_OR_RAISE(auto rows, SourceRows::Make(config->sources[s], *schema, workers, batches,
+                                                      &shared_layout->pieces(static_cast<int>(s))));
     sources.push_back(std::move(rows));
   }
   std::unique_ptr<MixtureStream> stream(
       new MixtureStream(std::move(config), std::move(shared_layout), std::move(batches),
                         std::move(sources), std::move(tally)));
-  stream->producer_ = std::thread([raw = stream.get()] { raw->Produce(); });
   return stream;
 }
 
@@ -107,36 +93,7 @@ MixtureStream::MixtureStream(std::shared_ptr<const MixtureConfig> config,
       sources_(std::move(sources)),
       next_piece_(sources_.size(), 0) {}
 
-MixtureStream::~MixtureStream() {
-  {
-    MutexLock lock(mutex_);
-    stop_.store(true);
-    changed_.NotifyAll();
-  }
-  if (producer_.joinable()) producer_.join();
-}
-
-void MixtureStream::Produce() {
-  for (int64_t b = 0; b < layout_->num_batches(); ++b) {
-    {
-      MutexLock lock(mutex_);
-      while (static_cast<int64_t>(ready_.size()) >= config_->prefetch && !stop_.load()) {
-        changed_.Wait(mutex_);
-      }
-      if (stop_.load()) return;
-    }
-    auto mixed = Assemble(b);
-    MutexLock lock(mutex_);
-    if (!mixed.ok()) {
-      error_ = mixed.status();
-      changed_.NotifyAll();
-      return;
-    }
-    ready_.push_back(std::move(mixed).ValueUnsafe());
-    changed_.NotifyAll();
-  }
-  sources_.clear();  // the last batch is gathered: stop the engines' read-ahead now
-}
+MixtureStream::~MixtureStream() = default;
 
 arrow::Result<MixtureStream::Mixed> MixtureStream::Assemble(int64_t b) {
   const size_t n = sources_.size();
@@ -152,37 +109,53 @@ arrow::Result<MixtureStream::Mixed> MixtureStream::Assemble(int64_t b) {
   }
   // The engines wrote their pieces' fixed-width values into the batch's buffers already.
   ARROW_ASSIGN_OR_RAISE(auto into, batches_->Get(b));
-  ARROW_ASSIGN_OR_RAISE(mixed.batch, GatherSlices(slices, config_->sources[0]->schema(),
-                                                  config_->pool, into.get()));
+  ARROW_ASSIGN_OR_RAISE(
+      mixed.batch, GatherSlices(slices, config_->sources[0]->schema(), config_->pool, into.get()));
   batches_->Release(b);
   return mixed;
 }
 
-bool MixtureStream::Deliverable() const {
-  return delivered_ >= num_batches() || !ready_.empty() || !error_.ok();
-}
-
 bool MixtureStream::WaitReady(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
-  MutexLock lock(mutex_);
-  while (!Deliverable()) {
-    if (!changed_.WaitUntil(mutex_, deadline)) return Deliverable();
+  {
+    MutexLock lock(mutex_);
+    if (delivered_ >= num_batches() || !error_.ok()) return true;
+  }
+  const int64_t b = next_batch_;
+  for (size_t s = 0; s < sources_.size(); ++s) {
+    const auto& pieces = layout_->pieces(static_cast<int>(s));
+    const size_t k = next_piece_[s];
+    if (k == pieces.size() || pieces[k].batch != b) continue;
+    auto ready = sources_[s].WaitReady(pieces[k].start, deadline);
+    if (!ready.ok()) {
+      MutexLock lock(mutex_);
+      error_ = ready.status();
+      return true;
+    }
+    if (!*ready) return false;
   }
   return true;
 }
 
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> MixtureStream::Next() {
+  {
+    MutexLock lock(mutex_);
+    if (!error_.ok()) return error_;
+    if (delivered_ >= num_batches()) return nullptr;
+  }
+  auto mixed = Assemble(next_batch_++);
   MutexLock lock(mutex_);
-  while (!Deliverable()) changed_.Wait(mutex_);
-  if (delivered_ >= num_batches()) return nullptr;
-  if (ready_.empty()) return error_;
-  Mixed mixed = std::move(ready_.front());
-  ready_.pop_front();
+  if (!mixed.ok()) {
+    error_ = mixed.status();
+    return error_;
+  }
   ++delivered_;
-  rows_delivered_ += mixed.batch->num_rows();
-  if (tally_ != nullptr) tally_->Add(mixed.source_rows);
-  changed_.NotifyAll();
-  return std::move(mixed.batch);
+  rows_delivered_ += mixed->batch->num_rows();
+  if (tally_ != nullptr) tally_->Add(mixed->source_rows);
+  // The last batch is gathered: stop the engines' read-ahead (a source's rows past what the
+  // epoch takes) now.
+  if (delivered_ == num_batches()) sources_.clear();
+  return std::move(mixed->batch);
 }
 
 int64_t MixtureStream::planned_rows_delivered() const {

@@ -7,9 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
-#include <deque>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "exec/mixed_batches.h"
@@ -35,8 +33,6 @@ struct MixtureConfig {
   std::shared_ptr<const MixturePlan> plan;
   int64_t batch_size = 1;
   bool drop_last = false;
-  /// Mixed batches assembled ahead of the consumer (>= 1).
-  int prefetch = 1;
   /// Worker threads of each epoch, which all the sources' engines share: the mixture's
   /// num_threads is the total, as a Loader's (>= 1).
   int num_threads = 1;
@@ -45,12 +41,13 @@ struct MixtureConfig {
 };
 
 /// The config of a mixture of `sources` (loaders of world size 1, each built with the
-/// mixture's options) under `plan`; batch_size, drop_last, prefetch and num_threads are the
-/// first loader's. Each source is read through a copy of its loader whose shuffle window is its
-/// share of the epoch's positions times the mixture's window (at least 1 row): a mixed batch
-/// draws from all the sources' windows at once, so together they hold about one Loader's
-/// window, not one each (three full windows measured 3x the page faults and cache misses of
-/// one Loader on the same rows). `strides` are whole source epochs: ceil(rows / T) * T.
+/// mixture's options) under `plan`; batch_size, drop_last and num_threads are the first
+/// loader's (each source's engine keeps its own prefetch). Each source is read through a copy of
+/// its loader whose shuffle window is its share of the epoch's positions times the mixture's window
+/// (at least 1 row): a mixed batch draws from all the sources' windows at once, so together they
+/// hold about one Loader's window, not one each (three full windows measured 3x the page faults and
+/// cache misses of one Loader on the same rows). `strides` are whole source epochs: ceil(rows / T)
+/// * T.
 arrow::Result<std::shared_ptr<const MixtureConfig>> MakeMixtureConfig(
     const std::vector<std::shared_ptr<const Loader>>& sources, const MixturePlan& plan,
     arrow::MemoryPool* pool);
@@ -72,17 +69,17 @@ class MixtureTally {
 /// One epoch of a mixture for one rank, a BatchStream like a Loader's epoch. Its layout
 /// (MixtureLayout, computed at the start from the plan and the rank's segments) says what
 /// each batch takes from each source; the sources' engines are cut at those pieces and write
-/// their fixed-width columns straight into the batches' buffers (MixedBatches). A thread of
-/// its own takes each batch's pieces from the sources (SourceRows) in source order and
-/// gathers them (GatherSlices: what the engines did not write in place, variable-width
-/// columns and any with nulls, is copied once). Nothing depends on threads or timing: the
-/// batches are a pure function of the config, the epoch and the segments.
+/// their fixed-width columns straight into the batches' buffers (MixedBatches). Next() takes
+/// the batch's pieces from the sources (SourceRows) in source order and gathers them
+/// (GatherSlices: only what the engines could not write in place, variable-width columns and
+/// any with nulls, is copied, on the consumer's thread). Nothing depends on threads or
+/// timing: the batches are a pure function of the config, the epoch and the segments.
 ///
-/// Bounds: at most config.prefetch mixed batches ready ahead of the consumer, plus the one
-/// being gathered; each source's engine holds its own bounds (one epoch open at a time), and
-/// a mixed batch's buffers exist from its first piece's assembly on. Threads: this one plus
-/// config.num_threads workers, one pool every source's engine submits its tasks to.
-/// Destroying the stream stops its thread and the sources' engines and joins them.
+/// Bounds: no mixed batch is held ahead of the consumer; each source's engine holds its own
+/// bounds (its prefetch pieces, one epoch open at a time), and a mixed batch's buffers exist
+/// from its first piece's assembly on. Threads: config.num_threads workers, one pool every
+/// source's engine submits its tasks to, and none of its own. Next() and WaitReady() are
+/// called by one consumer; destroying the stream stops the sources' engines.
 class MixtureStream final : public BatchStream {
  public:
   /// Starts `epoch` for the rank whose positions are `segments` (begin < end each, in order);
@@ -106,11 +103,9 @@ class MixtureStream final : public BatchStream {
   MixtureStream(std::shared_ptr<const MixtureConfig> config,
                 std::shared_ptr<const MixtureLayout> layout, std::shared_ptr<MixedBatches> batches,
                 std::vector<SourceRows> sources, std::shared_ptr<MixtureTally> tally);
-  /// The producer thread: assembles every batch in order into ready_.
-  void Produce() EXCLUDES(mutex_);
-  /// Batch b of the layout (the batches before it are assembled).
+  /// Batch b of the layout (the batches before it are assembled): waits for the sources'
+  /// pieces of it.
   arrow::Result<Mixed> Assemble(int64_t b);
-  bool Deliverable() const REQUIRES(mutex_);
 
   const std::shared_ptr<const MixtureConfig> config_;
   /// What each batch takes from each source (computed once, at the epoch's start).
@@ -119,20 +114,18 @@ class MixtureStream final : public BatchStream {
   const std::shared_ptr<MixedBatches> batches_;
   const std::shared_ptr<MixtureTally> tally_;
 
-  // The producer thread's own: each source's reader and its next piece of the layout.
+  // The consumer's own (Next and WaitReady run on one thread at a time): each source's
+  // reader, its next piece of the layout, and the next batch to assemble.
   std::vector<SourceRows> sources_;
   std::vector<size_t> next_piece_;
+  int64_t next_batch_ = 0;
+  /// Never set: what SourceRows::Take polls (the consumer's own wait is not cancelled).
+  const std::atomic<bool> stop_{false};
 
-  std::atomic<bool> stop_{false};
   mutable Mutex mutex_;
-  /// Signalled when a batch is ready, the producer ends, or the consumer takes a batch.
-  CondVar changed_;
-  /// Assembled batches not yet delivered (at most config.prefetch).
-  std::deque<Mixed> ready_ GUARDED_BY(mutex_);
   arrow::Status error_ GUARDED_BY(mutex_);
   int64_t delivered_ GUARDED_BY(mutex_) = 0;
   int64_t rows_delivered_ GUARDED_BY(mutex_) = 0;
-  std::thread producer_;
 };
 
 }  // namespace stoker

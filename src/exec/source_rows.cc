@@ -31,8 +31,7 @@ arrow::Result<SourceRows> SourceRows::Make(std::shared_ptr<const Loader> loader,
   }
   if (pieces == nullptr) batches.reset();
   return SourceRows(std::move(loader), std::move(columns), std::move(in_place),
-                    arrow::schema(schema.fields()), std::move(workers), std::move(batches),
-                    pieces);
+                    arrow::schema(schema.fields()), std::move(workers), std::move(batches), pieces);
 }
 
 SourceRows::SourceRows(std::shared_ptr<const Loader> loader, std::vector<int> columns,
@@ -61,6 +60,16 @@ arrow::Status SourceRows::Take(int64_t start, int64_t count, const std::atomic<b
   return arrow::Status::OK();
 }
 
+arrow::Result<bool> SourceRows::WaitReady(int64_t start,
+                                          std::chrono::steady_clock::time_point deadline) {
+  if (start != position_) ARROW_RETURN_NOT_OK(Open(start));
+  if (batch_ != nullptr && offset_ < batch_->num_rows()) return true;
+  ARROW_RETURN_NOT_OK(NextEpochIfDone());
+  const auto now = std::chrono::steady_clock::now();
+  const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
+  return epoch_->WaitReady(std::max(left, std::chrono::milliseconds(0)));
+}
+
 arrow::Status SourceRows::Open(int64_t start) {
   epoch_.reset();
   batch_.reset();
@@ -78,6 +87,7 @@ arrow::Status SourceRows::StartEngine(int64_t epoch, int64_t skipped) {
   if (batches_ != nullptr) CutAtPieces(epoch * loader_->num_rows() + skipped, &spec);
   ARROW_ASSIGN_OR_RAISE(epoch_, loader_->StartStream(spec, workers_));
   source_epoch_ = epoch;
+  taken_ = 0;
   return arrow::Status::OK();
 }
 
@@ -108,22 +118,30 @@ void SourceRows::CutAtPieces(int64_t start, Loader::StreamSpec* spec) const {
       batches_, in_place_, loader_->schema()->num_fields(), std::move(targets));
 }
 
+arrow::Status SourceRows::NextEpochIfDone() {
+  if (taken_ < epoch_->num_batches()) return arrow::Status::OK();
+  epoch_.reset();  // its tasks are done before the next epoch's start
+  return StartEngine(source_epoch_ + 1, 0);
+}
+
 arrow::Status SourceRows::Fill(const std::atomic<bool>& stop) {
   while (true) {
+    ARROW_RETURN_NOT_OK(NextEpochIfDone());
     while (!epoch_->WaitReady(kStopPollInterval)) {
       if (stop.load(std::memory_order_relaxed)) return arrow::Status::Cancelled("mixture closed");
     }
     ARROW_ASSIGN_OR_RAISE(auto batch, epoch_->Next());
-    if (batch != nullptr) {
-      arrow::ArrayVector columns;
-      columns.reserve(columns_.size());
-      for (const int i : columns_) columns.push_back(batch->column(i));
-      batch_ = arrow::RecordBatch::Make(schema_, batch->num_rows(), std::move(columns));
-      offset_ = 0;
-      return arrow::Status::OK();
+    if (batch == nullptr) {
+      taken_ = epoch_->num_batches();
+      continue;
     }
-    epoch_.reset();  // its tasks are done before the next epoch's start
-    ARROW_RETURN_NOT_OK(StartEngine(source_epoch_ + 1, 0));
+    ++taken_;
+    arrow::ArrayVector columns;
+    columns.reserve(columns_.size());
+    for (const int i : columns_) columns.push_back(batch->column(i));
+    batch_ = arrow::RecordBatch::Make(schema_, batch->num_rows(), std::move(columns));
+    offset_ = 0;
+    return arrow::Status::OK();
   }
 }
 

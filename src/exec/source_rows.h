@@ -6,6 +6,7 @@
 #include <arrow/type.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -47,6 +48,11 @@ class SourceRows {
                                         std::shared_ptr<MixedBatches> batches = nullptr,
                                         const std::vector<MixturePiece>* pieces = nullptr);
 
+  /// True when Take(start, ...) has its first rows at hand (at most the rest of the piece
+  /// may still wait for a second engine batch), false when `deadline` passed first. Starts
+  /// the engine at `start` when it is not there.
+  arrow::Result<bool> WaitReady(int64_t start, std::chrono::steady_clock::time_point deadline);
+
   /// Appends rows [start, start + count) of Z to `out` as slices. Blocks on the engine;
   /// returns Cancelled soon after `stop` becomes true.
   arrow::Status Take(int64_t start, int64_t count, const std::atomic<bool>& stop,
@@ -64,6 +70,8 @@ class SourceRows {
   arrow::Status StartEngine(int64_t epoch, int64_t skipped);
   /// Starts the engine at row `start` of Z.
   arrow::Status Open(int64_t start);
+  /// Starts the source's next epoch when every batch of this one is taken.
+  arrow::Status NextEpochIfDone();
   /// Takes the next engine batch, going on into the source's next epoch at the end of one.
   arrow::Status Fill(const std::atomic<bool>& stop);
 
@@ -75,10 +83,11 @@ class SourceRows {
   std::vector<int> in_place_;
   std::shared_ptr<arrow::Schema> schema_;
   std::shared_ptr<TaskPool> workers_;
-  std::shared_ptr<MixedBatches> batches_;       // null: the engine's batches are its own
-  const std::vector<MixturePiece>* pieces_;     // this source's pieces, with batches_
-  std::unique_ptr<BatchStream> epoch_;  // the engine epoch being read; null before Open
+  std::shared_ptr<MixedBatches> batches_;    // null: the engine's batches are its own
+  const std::vector<MixturePiece>* pieces_;  // this source's pieces, with batches_
+  std::unique_ptr<BatchStream> epoch_;       // the engine epoch being read; null before Open
   int64_t source_epoch_ = 0;
+  int64_t taken_ = 0;                          // batches of epoch_ taken
   int64_t position_ = -1;                      // the row of Z that batch_'s first unconsumed row is
   std::shared_ptr<arrow::RecordBatch> batch_;  // the engine batch being handed out
   int64_t offset_ = 0;                         // its first row not handed out yet

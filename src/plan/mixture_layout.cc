@@ -27,7 +27,8 @@ arrow::Result<MixtureLayout> MixtureLayout::Make(const MixturePlan& plan, int64_
     }
     total += segment.end - segment.begin;
   }
-  const int64_t num_batches = drop_last ? total / batch_size : (total + batch_size - 1) / batch_size;
+  const int64_t num_batches =
+      drop_last ? total / batch_size : (total + batch_size - 1) / batch_size;
 
   MixtureLayout layout;
   layout.pieces_.resize(n);
@@ -66,8 +67,7 @@ arrow::Result<MixtureLayout> MixtureLayout::Make(const MixturePlan& plan, int64_
         if (stretch[s] == 0) continue;
         const int64_t start = starts[s] + before[s];
         auto& source_runs = runs[s];
-        if (!source_runs.empty() &&
-            source_runs.back().first + source_runs.back().second == start) {
+        if (!source_runs.empty() && source_runs.back().first + source_runs.back().second == start) {
           source_runs.back().second += stretch[s];
         } else {
           source_runs.emplace_back(start, stretch[s]);

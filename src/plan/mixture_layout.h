@@ -38,8 +38,8 @@ class MixtureLayout {
  public:
   static arrow::Result<MixtureLayout> Make(const MixturePlan& plan, int64_t epoch,
                                            const std::vector<Segment>& segments,
-                                           const std::vector<int64_t>& starts,
-                                           int64_t batch_size, bool drop_last);
+                                           const std::vector<int64_t>& starts, int64_t batch_size,
+                                           bool drop_last);
 
   int64_t num_batches() const { return static_cast<int64_t>(batch_rows_.size()); }
   /// Rows of batch b.

@@ -219,8 +219,8 @@ arrow::Status EpochPlan::CheckBatchEnds() {
   int64_t last = 0;
   for (const int64_t end : ends) {
     if (end <= last) {
-      return arrow::Status::Invalid("batch_ends must increase from above 0, got ", end,
-                                    " after ", last);
+      return arrow::Status::Invalid("batch_ends must increase from above 0, got ", end, " after ",
+                                    last);
     }
     last = end;
   }

@@ -216,7 +216,7 @@ TEST(MixtureStreamTest, SourcesShareTheMixturesWindowAndStrideWholeEpochs) {
   EXPECT_EQ(config->sources[1]->options().shuffle_window, 7200);
   EXPECT_EQ(config->strides, (std::vector<int64_t>{kRowsA, 2 * kRowsB}));
   EXPECT_EQ(config->batch_size, kBatch);
-  EXPECT_EQ(config->prefetch, 2);
+  EXPECT_EQ(config->num_threads, 1);
   // The copies read the same dataset and count in the loaders' own stats.
   ReadEpoch(config, 0, {{0, 9000}});
   EXPECT_GT(loaders[0]->stats().rows, 0);
