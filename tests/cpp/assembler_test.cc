@@ -9,8 +9,11 @@
 #include <parquet/arrow/reader.h>
 #include <parquet/arrow/writer.h>
 
+#include <algorithm>
+#include <cstring>
 #include <map>
 
+#include "assemble/row_store.h"
 #include "manifest/manifest.h"
 #include "plan/plan.h"
 #include "planned_rows.h"
@@ -107,16 +110,24 @@ class AssemblerTest : public ::testing::Test {
     return arrow::ConcatenateTables(tables).ValueOrDie();
   }
 
-  // The window at `scheduled` in plan.window_schedule(), its units read from the files.
-  std::shared_ptr<const LoadedWindow> Load(const EpochPlan& plan, int64_t scheduled) {
+  // The window at `scheduled` in plan.window_schedule(), its units read from the files
+  // (staged row-major with `layout` when it is set).
+  std::shared_ptr<const LoadedWindow> Load(const EpochPlan& plan, int64_t scheduled,
+                                           const std::shared_ptr<const RowLayout>& layout = nullptr,
+                                           ChunkPool* chunks = nullptr) {
     auto window = std::make_shared<LoadedWindow>();
     window->index = plan.window_schedule()[scheduled];
     const Window& w = plan.windows()[window->index];
     for (int64_t i = 0; i < w.num_units; ++i) {
       const int32_t id = plan.unit_order()[w.first_unit + i];
       window->unit_ids.push_back(id);
-      window->units.push_back(
-          ReadRowGroup(*source_, source_->units[id], AllColumns(*source_), &stats_).ValueOrDie());
+      auto unit =
+          ReadRowGroup(*source_, source_->units[id], AllColumns(*source_), &stats_).ValueOrDie();
+      if (layout != nullptr) {
+        window->units.push_back(Stage(layout, unit, chunks).ValueOrDie());
+      } else {
+        window->units.emplace_back(std::move(unit));
+      }
     }
     return window;
   }
@@ -134,25 +145,29 @@ class AssemblerTest : public ::testing::Test {
       }
       const auto [begin, end] = plan.BatchRange(b);
       auto assembled = assembler.Assemble(plan, begin, end, windows).ValueOrDie();
-
-      // The plan alone says which global rows the batch holds, in order.
-      const auto rows = testing::PlannedRows(plan, source_->units, b);
-      arrow::Int64Builder indices;
-      ASSERT_TRUE(indices.AppendValues(rows).ok());
-      Digest digest;
-      for (int64_t row : rows) digest.Add(static_cast<uint64_t>(row));
-      auto taken = arrow::compute::Take(all_rows_, indices.Finish().ValueOrDie()).ValueOrDie();
-      auto expected = taken.table()->CombineChunksToBatch().ValueOrDie();
-      ASSERT_TRUE(assembled.batch->Equals(*expected))
-          << "batch " << b << "\nassembled:\n"
-          << assembled.batch->ToString() << "\nexpected:\n"
-          << expected->ToString();
-      ASSERT_TRUE(assembled.batch->ValidateFull().ok()) << "batch " << b;
-      EXPECT_EQ(assembled.rows_hash, digest.Fold()) << "batch " << b;
-      // The gathered buffers are fresh, 64-byte aligned, and owned by the batch.
-      const auto& values = assembled.batch->column_data(0)->buffers[1];
-      EXPECT_EQ(reinterpret_cast<uintptr_t>(values->data()) % 64, 0u) << "batch " << b;
+      ExpectPlannedRows(plan, b, assembled);
     }
+  }
+
+  // `assembled` is batch b of `plan`: the rows the plan names, in order.
+  void ExpectPlannedRows(const EpochPlan& plan, int64_t b, const AssembledBatch& assembled) {
+    // The plan alone says which global rows the batch holds, in order.
+    const auto rows = testing::PlannedRows(plan, source_->units, b);
+    arrow::Int64Builder indices;
+    ASSERT_TRUE(indices.AppendValues(rows).ok());
+    Digest digest;
+    for (int64_t row : rows) digest.Add(static_cast<uint64_t>(row));
+    auto taken = arrow::compute::Take(all_rows_, indices.Finish().ValueOrDie()).ValueOrDie();
+    auto expected = taken.table()->CombineChunksToBatch().ValueOrDie();
+    ASSERT_TRUE(assembled.batch->Equals(*expected))
+        << "batch " << b << "\nassembled:\n"
+        << assembled.batch->ToString() << "\nexpected:\n"
+        << expected->ToString();
+    ASSERT_TRUE(assembled.batch->ValidateFull().ok()) << "batch " << b;
+    EXPECT_EQ(assembled.rows_hash, digest.Fold()) << "batch " << b;
+    // The gathered buffers are fresh, 64-byte aligned, and owned by the batch.
+    const auto& values = assembled.batch->column_data(0)->buffers[1];
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(values->data()) % 64, 0u) << "batch " << b;
   }
 
   testing::TempDir dir_;
@@ -192,6 +207,121 @@ TEST_F(AssemblerTest, ARankSliceAndResumedEpochAreThePlannedRows) {
   ExpectBatchesArePlannedRows(EpochPlan::Make(unit_rows_, config).ValueOrDie());
   config.resumed = {{2, 120}};  // two ranks each consumed 120 rows before
   ExpectBatchesArePlannedRows(EpochPlan::Make(unit_rows_, config).ValueOrDie());
+}
+
+TEST_F(AssemblerTest, BatchesCutAtExplicitEndsAreThePlannedRows) {
+  auto config = Config(true, 300, 128);
+  config.batch_ends = {1, 100, 228, 229, 600, 850};
+  const auto plan = EpochPlan::Make(unit_rows_, config).ValueOrDie();
+  ASSERT_EQ(plan.num_batches(), 6);
+  ExpectBatchesArePlannedRows(plan);
+}
+
+// Buffers of the four scalar number columns (id, i8, i16, f32) of one kind, filled with
+// kUntouched so that writes show.
+enum class Given { kExactSize, kOneRowLonger, kOneRowShorter, kReadOnly };
+constexpr uint8_t kUntouched = 0xCD;
+constexpr int kScalarColumns[] = {0, 1, 2, 3};
+constexpr int64_t kScalarBytes[] = {8, 1, 2, 4};
+constexpr int kFlag = 6;
+
+class AssemblerTargetTest : public AssemblerTest {
+ public:
+  // Assembles every batch of `plan` (its units staged row-major when `staged`) into buffers
+  // of kind `kind`, and checks each batch is the planned rows, in the given buffers exactly
+  // when they fit, and that buffers not used were not written.
+  void Run(const EpochPlan& plan, bool staged, Given kind) {
+    std::shared_ptr<const RowLayout> layout;
+    std::shared_ptr<ChunkPool> chunks;
+    if (staged) {
+      layout = std::make_shared<const RowLayout>(
+          RowLayout::For(*source_->output_schema, /*no_nulls=*/false));
+      // The numbers and the flag are staged; the lists and strings stay columnar.
+      for (int c : kScalarColumns) ASSERT_GE(layout->staged[c], 0) << "column " << c;
+      ASSERT_GE(layout->staged[kFlag], 0);
+      chunks = ChunkPool::Make(layout->stride << layout->chunk_shift, source_->pool);
+    }
+    const Assembler assembler(source_);
+    std::map<int64_t, std::shared_ptr<const LoadedWindow>> loaded;
+    for (int64_t b = 0; b < plan.num_batches(); ++b) {
+      SCOPED_TRACE(::testing::Message() << "batch " << b);
+      const auto [first, last] = plan.ScheduleRange(b);
+      std::vector<std::shared_ptr<const LoadedWindow>> windows;
+      for (int64_t s = first; s <= last; ++s) {
+        if (loaded.count(s) == 0) loaded[s] = Load(plan, s, layout, chunks.get());
+        windows.push_back(loaded[s]);
+      }
+      const auto [begin, end] = plan.BatchRange(b);
+      const int64_t rows = end - begin;
+      OutputTarget target;
+      target.columns.resize(static_cast<size_t>(source_->output_schema->num_fields()));
+      std::vector<std::vector<uint8_t>> read_only(4);
+      for (int i = 0; i < 4; ++i) {
+        int64_t bytes = rows * kScalarBytes[i];
+        if (kind == Given::kOneRowLonger) bytes += kScalarBytes[i];
+        if (kind == Given::kOneRowShorter) bytes -= kScalarBytes[i];
+        if (kind == Given::kReadOnly) {
+          read_only[i].assign(static_cast<size_t>(bytes), kUntouched);
+          target.columns[kScalarColumns[i]] =
+              std::make_shared<arrow::Buffer>(read_only[i].data(), bytes);
+        } else {
+          auto buffer = arrow::AllocateBuffer(bytes).ValueOrDie();
+          std::memset(buffer->mutable_data(), kUntouched, bytes);
+          target.columns[kScalarColumns[i]] = std::move(buffer);
+        }
+      }
+      // The flag's buffer: a byte a row (what its row_bytes would be), or its bits' bytes.
+      const int64_t flag_bytes = b % 2 == 0 ? rows : arrow::bit_util::BytesForBits(rows);
+      auto flag = arrow::AllocateBuffer(flag_bytes).ValueOrDie();
+      std::memset(flag->mutable_data(), kUntouched, flag_bytes);
+      target.columns[kFlag] = std::move(flag);
+
+      const auto assembled = assembler.Assemble(plan, begin, end, windows, &target).ValueOrDie();
+      ExpectPlannedRows(plan, b, assembled);
+      if (HasFatalFailure()) return;
+      for (int c : kScalarColumns) {
+        const auto& values = assembled.batch->column_data(c)->buffers[1];
+        const auto& given = target.columns[c];
+        if (kind == Given::kExactSize) {
+          EXPECT_EQ(values->data(), given->data()) << "column " << c;
+          EXPECT_EQ(values, given) << "column " << c;  // the batch holds the given buffer
+        } else {
+          EXPECT_NE(values->data(), given->data()) << "column " << c;
+          EXPECT_TRUE(std::all_of(given->data(), given->data() + given->size(),
+                                  [](uint8_t x) { return x == kUntouched; }))
+              << "column " << c << " was written";
+        }
+      }
+      const auto& flag_given = target.columns[kFlag];
+      EXPECT_NE(assembled.batch->column_data(kFlag)->buffers[1]->data(), flag_given->data());
+      EXPECT_TRUE(std::all_of(flag_given->data(), flag_given->data() + flag_given->size(),
+                              [](uint8_t x) { return x == kUntouched; }))
+          << "the flag's given buffer was written";
+    }
+  }
+};
+
+TEST_F(AssemblerTargetTest, ColumnarBatchesWriteIntoGivenBuffersOfTheirExactSize) {
+  auto config = Config(true, 400, 128);
+  config.batch_ends = {1, 100, 228, 229, 600, 850};
+  Run(EpochPlan::Make(unit_rows_, config).ValueOrDie(), /*staged=*/false, Given::kExactSize);
+}
+
+TEST_F(AssemblerTargetTest, StagedBatchesWriteIntoGivenBuffersOfTheirExactSize) {
+  auto config = Config(true, 400, 128);
+  config.batch_ends = {1, 100, 228, 229, 600, 850};
+  Run(EpochPlan::Make(unit_rows_, config).ValueOrDie(), /*staged=*/true, Given::kExactSize);
+}
+
+TEST_F(AssemblerTargetTest, GivenBuffersOfAnotherSizeOrReadOnlyAreLeftAlone) {
+  const auto plan = EpochPlan::Make(unit_rows_, Config(true, 400, 128)).ValueOrDie();
+  for (const bool staged : {false, true}) {
+    for (const Given kind : {Given::kOneRowLonger, Given::kOneRowShorter, Given::kReadOnly}) {
+      SCOPED_TRACE(::testing::Message()
+                   << (staged ? "staged" : "columnar") << ", kind " << static_cast<int>(kind));
+      Run(plan, staged, kind);
+    }
+  }
 }
 
 }  // namespace

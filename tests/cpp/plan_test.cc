@@ -125,6 +125,75 @@ TEST(PlanTest, RejectsInvalidConfig) {
   EXPECT_FALSE(EpochPlan::Make({10, 0}, Config(10)).ok());
 }
 
+TEST(PlanTest, ExplicitBatchEndsCutTheRanksRowsWhateverTheBatchSize) {
+  auto config = Config(64);
+  config.drop_last = true;  // ignored: the ends say where every batch ends
+  config.batch_ends = {1, 64, 65, 300, 899, 900};
+  auto plan = EpochPlan::Make(kUnits, config).ValueOrDie();
+  ASSERT_EQ(plan.num_batches(), 6);
+  int64_t begin = 0;
+  for (int64_t b = 0; b < plan.num_batches(); ++b) {
+    EXPECT_EQ(plan.BatchRange(b), std::make_pair(begin, config.batch_ends[b])) << "batch " << b;
+    begin = config.batch_ends[b];
+  }
+  // The order of the rows is the plan's without the ends: only the cuts move.
+  const auto without = EpochPlan::Make(kUnits, Config(64)).ValueOrDie();
+  EXPECT_EQ(Sequence(plan), Sequence(without));
+  for (int64_t offset = 0; offset < plan.rank_rows(); ++offset) {
+    ASSERT_EQ(plan.Position(offset), without.Position(offset));
+  }
+}
+
+TEST(PlanTest, ScheduleRangeFollowsExplicitBatchEndsOnAResumedRank) {
+  // A resumed rank of 3 reads two segments; small windows so batches span several.
+  auto config = Config(64, 3, 1);
+  config.window_rows = 40;
+  config.resumed = {{2, 100}};
+  const int64_t rank_rows = EpochPlan::Make(kUnits, config).ValueOrDie().rank_rows();
+  ASSERT_GT(rank_rows, 10);
+  config.batch_ends = {3, 4, rank_rows / 2, rank_rows - 1, rank_rows};
+  auto plan = EpochPlan::Make(kUnits, config).ValueOrDie();
+  ASSERT_GT(plan.segments().size(), 1u);
+  ASSERT_EQ(plan.num_batches(), 5);
+  const auto& schedule = plan.window_schedule();
+  for (int64_t b = 0; b < plan.num_batches(); ++b) {
+    const auto [begin, end] = plan.BatchRange(b);
+    int64_t lowest = plan.total_rows();
+    int64_t highest = -1;
+    for (int64_t offset = begin; offset < end; ++offset) {
+      const int64_t w = plan.WindowOf(plan.Position(offset));
+      lowest = std::min(lowest, w);
+      highest = std::max(highest, w);
+    }
+    const auto [first, last] = plan.ScheduleRange(b);
+    ASSERT_LE(last, static_cast<int64_t>(schedule.size()) - 1);
+    EXPECT_EQ(schedule[first], lowest) << "batch " << b;
+    EXPECT_EQ(schedule[last], highest) << "batch " << b;
+  }
+}
+
+TEST(PlanTest, RejectsBatchEndsThatDoNotCutTheRanksRows) {
+  auto with_ends = [](std::vector<int64_t> ends) {
+    auto config = Config(64);
+    config.batch_ends = std::move(ends);
+    return EpochPlan::Make(kUnits, config);
+  };
+  ASSERT_TRUE(with_ends({100, 900}).ok());
+  for (const auto& ends : std::vector<std::vector<int64_t>>{
+           {0, 900}, {-5, 900}, {100, 100, 900}, {300, 200, 900}, {100, 899}, {100, 901}, {899}}) {
+    const auto plan = with_ends(ends);
+    ASSERT_FALSE(plan.ok()) << "ends ending at " << ends.back();
+    EXPECT_TRUE(plan.status().IsInvalid()) << plan.status().ToString();
+  }
+  // Not with padding to equal steps, even where the ends fit the rank's rows.
+  auto config = Config(64, 2, 0);
+  config.exactly_once = true;
+  config.pad_to_equal_steps = true;
+  const int64_t rank_rows = EpochPlan::Make(kUnits, config).ValueOrDie().rank_rows();
+  config.batch_ends = {rank_rows};
+  EXPECT_FALSE(EpochPlan::Make(kUnits, config).ok());
+}
+
 }  // namespace
 }  // namespace stoker
 
