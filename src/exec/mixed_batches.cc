@@ -1,6 +1,8 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #include "exec/mixed_batches.h"
 
+#include <arrow/util/logging.h>
+
 #include <utility>
 
 #include "assemble/column_types.h"
@@ -38,7 +40,9 @@ arrow::Result<std::shared_ptr<const MixedBatches::Columns>> MixedBatches::Get(in
     // One more line between columns: columns a power of two apart (4,096 rows of 8 bytes)
     // would map to the same cache sets, and the engines' scatter writes a row of every
     // column at once (measured: the gather took twice as long without it).
-    bytes += (rows * row_bytes_[c] + kAlignment - 1) / kAlignment * kAlignment + kAlignment;
+    if (row_bytes_[c] > 0) {
+      bytes += (rows * row_bytes_[c] + kAlignment - 1) / kAlignment * kAlignment + kAlignment;
+    }
   }
   auto columns = std::make_shared<Columns>(row_bytes_.size());
   if (bytes > 0) {
@@ -74,6 +78,7 @@ arrow::Result<OutputTarget> SourceTargets::For(int64_t batch) const {
   target.columns.resize(static_cast<size_t>(num_engine_columns_));
   for (size_t c = 0; c < engine_column_.size(); ++c) {
     const int e = engine_column_[c];
+    ARROW_DCHECK_LT(e, num_engine_columns_);
     const int64_t width = batches_->row_bytes(static_cast<int>(c));
     if (e < 0 || width == 0) continue;
     target.columns[e] =

@@ -42,7 +42,7 @@ struct PlanConfig {
   std::vector<ResumeRound> resumed;
   /// Where this rank's batches end, as rank-local offsets: increasing, the last one the
   /// rank's rows. Empty: batches of batch_size (and drop_last). How a mixture cuts a source's
-  /// epoch at the mixed batches' boundaries (exec/mixture_layout.h). Not with
+  /// epoch at the mixed batches' boundaries (plan/mixture_layout.h). Not with
   /// pad_to_equal_steps.
   std::vector<int64_t> batch_ends;
 };
