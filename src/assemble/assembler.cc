@@ -183,36 +183,41 @@ inline void ScatterOne(const uint8_t* rec, int64_t i, ScatterTarget* t) {
 // Rows go in tiles and columns in groups, so the output lines being written (a group's
 // columns for a tile's rows) stay in L1 even for schemas of hundreds of columns, while the
 // tile's records stay in L2 across the groups.
+// Prefetches, for writing, the output lines of rows [begin, end) of every non-bool target:
+// a line the scatter writes first must be read from memory before the write completes.
+void PrefetchOutputRows(const std::vector<ScatterTarget>& targets, size_t begin, size_t end) {
+  for (const ScatterTarget& t : targets) {
+    if (t.column->is_bool) continue;
+    const uint8_t* last = t.values + end * t.column->width;
+    for (const uint8_t* line = t.values + begin * t.column->width; line < last; line += 64) {
+      __builtin_prefetch(line, 1);
+    }
+  }
+}
+
 void GatherRecords(const RowLayout& layout, const Gather& g,
                    const std::vector<const StagedUnit*>& units,
                    std::vector<ScatterTarget>* targets) {
   const size_t n = g.row.size();
+  // The first tile's output lines and records are on their way while the rest is set up;
+  // each tile then prefetches the next one's output and the records kPrefetchRows ahead.
+  PrefetchOutputRows(*targets, 0, std::min(n, kTileRows));
   std::vector<const uint8_t*> records(n);
   for (size_t i = 0; i < n; ++i) records[i] = units[g.unit[i]]->record(g.row[i]);
   const int64_t lines = std::min<int64_t>((layout.stride + 63) / 64, kMaxPrefetchLines);
+  auto prefetch_record = [&](size_t i) {
+    for (int64_t line = 0; line < lines; ++line) __builtin_prefetch(records[i] + line * 64);
+  };
+  for (size_t i = 0; i < std::min(n, kPrefetchRows); ++i) prefetch_record(i);
   const size_t num_targets = targets->size();
   for (size_t tile = 0; tile < n; tile += kTileRows) {
     const size_t tile_end = std::min(n, tile + kTileRows);
-    // The next tile's output lines, for writing: a line the scatter writes first is read
-    // from memory before the write can finish, one column's lines after another's.
-    if (tile_end < n) {
-      const size_t next_end = std::min(n, tile_end + kTileRows);
-      for (const ScatterTarget& t : *targets) {
-        const int64_t width = t.column->is_bool ? 0 : t.column->width;
-        if (width == 0) continue;
-        const uint8_t* first = t.values + tile_end * width;
-        const uint8_t* last = t.values + next_end * width;
-        for (const uint8_t* line = first; line < last; line += 64) __builtin_prefetch(line, 1);
-      }
-    }
+    PrefetchOutputRows(*targets, tile_end, std::min(n, tile_end + kTileRows));
     for (size_t group = 0; group < num_targets; group += kGroupColumns) {
       const size_t group_end = std::min(num_targets, group + kGroupColumns);
       for (size_t i = tile; i < tile_end; ++i) {
         // The first group's pass brings the records in; later passes find them in L2.
-        if (group == 0 && i + kPrefetchRows < n) {
-          const uint8_t* ahead = records[i + kPrefetchRows];
-          for (int64_t line = 0; line < lines; ++line) __builtin_prefetch(ahead + line * 64);
-        }
+        if (group == 0 && i + kPrefetchRows < n) prefetch_record(i + kPrefetchRows);
         const uint8_t* rec = records[i];
         for (size_t k = group; k < group_end; ++k) {
           ScatterOne(rec, static_cast<int64_t>(i), &(*targets)[k]);

@@ -28,7 +28,7 @@ arrow::Status CheckSlices(const std::vector<BatchSlice>& slices, const arrow::Sc
                                     ") of a batch of ", slice.batch->num_rows(), " rows");
     }
     for (int i = 0; i < schema.num_fields(); ++i) {
-      const arrow::DataType& type = *slice.batch->column(i)->type();
+      const arrow::DataType& type = *slice.batch->column_data(i)->type;
       if (!type.Equals(*schema.field(i)->type())) {
         return arrow::Status::TypeError("column '", schema.field(i)->name(), "' is ",
                                         type.ToString(), " in a slice, ",
@@ -49,7 +49,7 @@ int64_t RunWidth(const std::vector<BatchSlice>& slices, int i, const arrow::Data
   const auto layout = GetFixedWidthLayout(type);
   if (!layout.ok()) return 0;
   for (const BatchSlice& slice : slices) {
-    if (slice.batch->column(i)->null_count() != 0) return 0;
+    if (slice.batch->column_data(i)->GetNullCount() != 0) return 0;
   }
   return layout->row_bytes;
 }
@@ -63,7 +63,7 @@ bool InPlaceOrApart(const std::vector<BatchSlice>& slices, int i, int64_t width,
   const uint8_t* out = begin;
   for (const BatchSlice& slice : slices) {
     const uint8_t* from =
-        GetFixedWidthValues(*slice.batch->column(i)->data()).first + slice.offset * width;
+        GetFixedWidthValues(*slice.batch->column_data(i)).first + slice.offset * width;
     const int64_t bytes = slice.length * width;
     const bool apart = from + bytes <= begin || from >= end;
     if (bytes > 0 && from != out && !apart) return false;
@@ -105,7 +105,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> GatherSlices(
     ARROW_ASSIGN_OR_RAISE(arena, arrow::AllocateBuffer(arena_bytes, pool));
   }
 
-  std::vector<std::shared_ptr<arrow::Array>> columns;
+  arrow::ArrayDataVector columns;  // not boxed as Arrays: the consumer reads the data
   columns.reserve(static_cast<size_t>(n));
   arrow::ArrayVector pieces;
   for (int i = 0; i < n; ++i) {
@@ -120,14 +120,13 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> GatherSlices(
       if (values == nullptr) values = arrow::SliceMutableBuffer(arena, start[i], rows * width[i]);
       uint8_t* out = values->mutable_data();
       for (const BatchSlice& slice : slices) {
-        const FixedWidthValues in = GetFixedWidthValues(*slice.batch->column(i)->data());
+        const FixedWidthValues in = GetFixedWidthValues(*slice.batch->column_data(i));
         const uint8_t* from = in.first + slice.offset * width[i];
         const int64_t bytes = slice.length * width[i];
         if (bytes > 0 && from != out) std::memcpy(out, from, bytes);
         out += bytes;
       }
-      columns.push_back(
-          arrow::MakeArray(arrow::ArrayData::Make(type, rows, {nullptr, std::move(values)}, 0)));
+      columns.push_back(arrow::ArrayData::Make(type, rows, {nullptr, std::move(values)}, 0));
       continue;
     }
     pieces.clear();
@@ -141,7 +140,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> GatherSlices(
     } else {
       ARROW_ASSIGN_OR_RAISE(column, arrow::Concatenate(pieces, pool));
     }
-    columns.push_back(std::move(column));
+    columns.push_back(column->data());
   }
   return arrow::RecordBatch::Make(schema, rows, std::move(columns));
 }

@@ -136,9 +136,9 @@ arrow::Status SourceRows::Fill(const std::atomic<bool>& stop) {
       continue;
     }
     ++taken_;
-    arrow::ArrayVector columns;
+    arrow::ArrayDataVector columns;
     columns.reserve(columns_.size());
-    for (const int i : columns_) columns.push_back(batch->column(i));
+    for (const int i : columns_) columns.push_back(batch->column_data(i));
     batch_ = arrow::RecordBatch::Make(schema_, batch->num_rows(), std::move(columns));
     offset_ = 0;
     return arrow::Status::OK();
