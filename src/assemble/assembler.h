@@ -47,6 +47,8 @@ class BatchTargets {
   virtual ~BatchTargets() = default;
   /// The target of the plan's batch `batch` (no columns: buffers of its own).
   virtual arrow::Result<OutputTarget> For(int64_t batch) const = 0;
+  /// Batch `batch` is in the stream's reorder buffer (or failed): Next() has it at hand.
+  virtual void Done(int64_t batch) const = 0;
 };
 
 /// Gathers the rows of one batch, in plan order, into freshly allocated 64-byte-aligned

@@ -199,17 +199,19 @@ void EpochPipeline::Pump() {
         [this, batch, needed = std::move(needed)] {
           const auto start = Stats::Clock::now();
           const auto [begin, end] = plan_.BatchRange(batches_[batch]);
-          OutputTarget target;
-          if (targets_ != nullptr) {
-            auto given = targets_->For(batches_[batch]);
-            if (!given.ok()) return OnBatchAssembled(batch, given.status());
-            target = std::move(*given);
+          arrow::Result<AssembledBatch> result;
+          auto target = targets_ != nullptr ? targets_->For(batches_[batch]) : OutputTarget();
+          if (target.ok()) {
+            result = assembler_.Assemble(plan_, begin, end, needed, &*target);
+          } else {
+            result = target.status();
           }
-          auto result = assembler_.Assemble(plan_, begin, end, needed, &target);
           const auto done = Stats::Clock::now();
           stats_->AddAssemble(done - start);
           stats_->Trace(TraceStage::kAssemble, start, done, batches_[batch]);
           OnBatchAssembled(batch, std::move(result));
+          // After the reorder buffer has it: whoever waits on the target finds it there.
+          if (targets_ != nullptr) targets_->Done(batches_[batch]);
         },
         /*urgent=*/true);
     // Windows before the next batch's first are held only by the tasks that still use them.

@@ -61,6 +61,27 @@ arrow::Result<std::shared_ptr<const MixedBatches::Columns>> MixedBatches::Get(in
 void MixedBatches::Release(int64_t b) {
   MutexLock lock(mutex_);
   batches_.erase(b);
+  written_.erase(b);
+}
+
+void MixedBatches::Written(int64_t b, int64_t rows) {
+  MutexLock lock(mutex_);
+  int64_t& written = written_[b];
+  written += rows;
+  if (written >= layout_->batch_rows(b)) all_written_.NotifyAll();
+}
+
+bool MixedBatches::AllWritten(int64_t b) const {
+  const auto it = written_.find(b);
+  return it != written_.end() && it->second >= layout_->batch_rows(b);
+}
+
+bool MixedBatches::WaitWritten(int64_t b, std::chrono::steady_clock::time_point deadline) {
+  MutexLock lock(mutex_);
+  while (!AllWritten(b)) {
+    if (!all_written_.WaitUntil(mutex_, deadline)) return AllWritten(b);
+  }
+  return true;
 }
 
 SourceTargets::SourceTargets(std::shared_ptr<MixedBatches> batches, std::vector<int> engine_column,
@@ -69,6 +90,11 @@ SourceTargets::SourceTargets(std::shared_ptr<MixedBatches> batches, std::vector<
       engine_column_(std::move(engine_column)),
       num_engine_columns_(num_engine_columns),
       pieces_(std::move(pieces)) {}
+
+void SourceTargets::Done(int64_t batch) const {
+  if (batch < 0 || batch >= static_cast<int64_t>(pieces_.size())) return;
+  batches_->Written(pieces_[batch].batch, pieces_[batch].rows);
+}
 
 arrow::Result<OutputTarget> SourceTargets::For(int64_t batch) const {
   OutputTarget target;

@@ -6,6 +6,7 @@
 #include <arrow/result.h>
 #include <arrow/type.h>
 
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -41,15 +42,27 @@ class MixedBatches {
   int64_t row_bytes(int c) const { return row_bytes_[c]; }
   /// Batch b's buffers, made on the first call.
   arrow::Result<std::shared_ptr<const Columns>> Get(int64_t b) EXCLUDES(mutex_);
-  /// Forgets batch b's buffers (they live on in whatever holds them).
+  /// Forgets batch b's buffers (they live on in whatever holds them) and its count of rows
+  /// written.
   void Release(int64_t b) EXCLUDES(mutex_);
+  /// Counts `rows` of batch b as written (their engine batch is ready to be taken, or
+  /// failed).
+  void Written(int64_t b, int64_t rows) EXCLUDES(mutex_);
+  /// True once every row of batch b is written (one wake-up for the consumer, not one per
+  /// source), false when `deadline` passed first.
+  bool WaitWritten(int64_t b, std::chrono::steady_clock::time_point deadline) EXCLUDES(mutex_);
 
  private:
+  bool AllWritten(int64_t b) const REQUIRES(mutex_);
+
   const std::shared_ptr<const MixtureLayout> layout_;
   arrow::MemoryPool* const pool_;
   std::vector<int64_t> row_bytes_;
-  Mutex mutex_;
+  mutable Mutex mutex_;
   std::map<int64_t, std::shared_ptr<const Columns>> batches_ GUARDED_BY(mutex_);
+  std::map<int64_t, int64_t> written_ GUARDED_BY(mutex_);  // rows written per batch
+  /// Signalled when a batch's last rows are written.
+  CondVar all_written_;
 };
 
 /// Where one source engine's epoch writes its batches (a BatchTargets for
@@ -64,6 +77,7 @@ class SourceTargets final : public BatchTargets {
                 int num_engine_columns, std::vector<MixturePiece> pieces);
 
   arrow::Result<OutputTarget> For(int64_t batch) const override;
+  void Done(int64_t batch) const override;
 
  private:
   const std::shared_ptr<MixedBatches> batches_;

@@ -6,6 +6,14 @@
 
 namespace stoker {
 
+namespace {
+
+// How long the consumer waits for a batch's pieces to be written before it waits on the
+// sources one by one (which is also how an error reaches it).
+constexpr std::chrono::milliseconds kWrittenWait{20};
+
+}  // namespace
+
 void MixtureTally::Add(const std::vector<int64_t>& rows) {
   for (size_t s = 0; s < rows.size() && s < rows_.size(); ++s) {
     rows_[s].fetch_add(rows[s], std::memory_order_relaxed);
@@ -122,6 +130,10 @@ bool MixtureStream::WaitReady(std::chrono::milliseconds timeout) {
     if (delivered_ >= num_batches() || !error_.ok()) return true;
   }
   const int64_t b = next_batch_;
+  if (batches_->WaitWritten(b,
+                            std::min(deadline, std::chrono::steady_clock::now() + kWrittenWait))) {
+    return true;
+  }
   for (size_t s = 0; s < sources_.size(); ++s) {
     const auto& pieces = layout_->pieces(static_cast<int>(s));
     const size_t k = next_piece_[s];
@@ -143,6 +155,9 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> MixtureStream::Next() {
     if (!error_.ok()) return error_;
     if (delivered_ >= num_batches()) return nullptr;
   }
+  // Wakes once when the sources' pieces are all written, not once per source; a source
+  // that fails or takes longer is then waited for by Take.
+  batches_->WaitWritten(next_batch_, std::chrono::steady_clock::now() + kWrittenWait);
   auto mixed = Assemble(next_batch_++);
   MutexLock lock(mutex_);
   if (!mixed.ok()) {

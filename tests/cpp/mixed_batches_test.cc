@@ -7,8 +7,10 @@
 #include <arrow/api.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "plan/mixture_layout.h"
@@ -105,6 +107,40 @@ TEST(MixedBatchesTest, ABatchOutsideTheLayoutIsAnIndexError) {
     ASSERT_FALSE(columns.ok()) << "batch " << b;
     EXPECT_TRUE(columns.status().IsIndexError()) << columns.status().ToString();
   }
+}
+
+TEST(MixedBatchesTest, ABatchIsWrittenOnceEverySourcesPiecesAreDone) {
+  const auto layout = Layout();
+  auto batches =
+      std::make_shared<MixedBatches>(OutputSchema(), layout, arrow::default_memory_pool());
+  const std::vector<int> engine_column = {0, 1, 2, 3, 4, 5, 6};
+  const SourceTargets first(batches, engine_column, 7, layout->pieces(0));
+  const SourceTargets second(batches, engine_column, 7, layout->pieces(1));
+  const auto soon = [] { return std::chrono::steady_clock::now() + std::chrono::milliseconds(5); };
+  // Batch 0 holds a piece of each source: it is written once both are done.
+  ASSERT_EQ(layout->pieces(0)[0].batch, 0);
+  ASSERT_EQ(layout->pieces(1)[0].batch, 0);
+  EXPECT_FALSE(batches->WaitWritten(0, soon()));
+  first.Done(0);
+  EXPECT_FALSE(batches->WaitWritten(0, soon()));
+  EXPECT_FALSE(batches->WaitWritten(1, soon()));
+  // A waiter is woken by the last piece, from another thread.
+  std::thread last([&second] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    second.Done(0);
+  });
+  EXPECT_TRUE(batches->WaitWritten(0, std::chrono::steady_clock::now() + std::chrono::seconds(10)));
+  last.join();
+  // Engine batches past the pieces count for nothing; Release forgets the count.
+  second.Done(static_cast<int64_t>(layout->pieces(1).size()));
+  batches->Release(0);
+  EXPECT_FALSE(batches->WaitWritten(0, soon()));
+  // Rows written in parts (a piece cut where a source's epoch ends) add up.
+  const int64_t rows = layout->batch_rows(1);
+  batches->Written(1, rows - 1);
+  EXPECT_FALSE(batches->WaitWritten(1, soon()));
+  batches->Written(1, 1);
+  EXPECT_TRUE(batches->WaitWritten(1, soon()));
 }
 
 TEST(SourceTargetsTest, APieceWritesIntoItsMixedBatchAtItsOffset) {
