@@ -87,6 +87,12 @@ arrow::Result<std::unique_ptr<MixtureStream>> MixtureStream::Make(
   std::unique_ptr<MixtureStream> stream(
       new MixtureStream(std::move(config), std::move(shared_layout), std::move(batches),
                         std::move(sources), std::move(tally)));
+  // Every source's engine starts reading now, all at once: started at their first Take,
+  // each would wait for the one before it to deliver.
+  for (size_t s = 0; s < n; ++s) {
+    const auto& pieces = stream->layout_->pieces(static_cast<int>(s));
+    if (!pieces.empty()) ARROW_RETURN_NOT_OK(stream->sources_[s].Prepare(pieces.front().start));
+  }
   return stream;
 }
 
@@ -102,6 +108,17 @@ MixtureStream::MixtureStream(std::shared_ptr<const MixtureConfig> config,
       next_piece_(sources_.size(), 0) {}
 
 MixtureStream::~MixtureStream() = default;
+
+arrow::Status MixtureStream::PrepareSources(int64_t b) {
+  for (size_t s = 0; s < sources_.size(); ++s) {
+    const auto& pieces = layout_->pieces(static_cast<int>(s));
+    const size_t k = next_piece_[s];
+    if (k < pieces.size() && pieces[k].batch == b) {
+      ARROW_RETURN_NOT_OK(sources_[s].Prepare(pieces[k].start));
+    }
+  }
+  return arrow::Status::OK();
+}
 
 arrow::Result<MixtureStream::Mixed> MixtureStream::Assemble(int64_t b) {
   const size_t n = sources_.size();
@@ -130,6 +147,11 @@ bool MixtureStream::WaitReady(std::chrono::milliseconds timeout) {
     if (delivered_ >= num_batches() || !error_.ok()) return true;
   }
   const int64_t b = next_batch_;
+  if (auto prepared = PrepareSources(b); !prepared.ok()) {
+    MutexLock lock(mutex_);
+    error_ = prepared;
+    return true;
+  }
   if (batches_->WaitWritten(b,
                             std::min(deadline, std::chrono::steady_clock::now() + kWrittenWait))) {
     return true;
@@ -157,8 +179,11 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> MixtureStream::Next() {
   }
   // Wakes once when the sources' pieces are all written, not once per source; a source
   // that fails or takes longer is then waited for by Take.
-  batches_->WaitWritten(next_batch_, std::chrono::steady_clock::now() + kWrittenWait);
-  auto mixed = Assemble(next_batch_++);
+  arrow::Status prepared = PrepareSources(next_batch_);
+  if (prepared.ok()) {
+    batches_->WaitWritten(next_batch_, std::chrono::steady_clock::now() + kWrittenWait);
+  }
+  auto mixed = prepared.ok() ? Assemble(next_batch_++) : arrow::Result<Mixed>(prepared);
   MutexLock lock(mutex_);
   if (!mixed.ok()) {
     error_ = mixed.status();

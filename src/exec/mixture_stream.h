@@ -103,6 +103,9 @@ class MixtureStream final : public BatchStream {
   MixtureStream(std::shared_ptr<const MixtureConfig> config,
                 std::shared_ptr<const MixtureLayout> layout, std::shared_ptr<MixedBatches> batches,
                 std::vector<SourceRows> sources, std::shared_ptr<MixtureTally> tally);
+  /// Starts the engines of the sources whose next piece is in batch b, where they do not run
+  /// yet (a segment's start, a source's next epoch), so that they read at once.
+  arrow::Status PrepareSources(int64_t b);
   /// Batch b of the layout (the batches before it are assembled): waits for the sources'
   /// pieces of it.
   arrow::Result<Mixed> Assemble(int64_t b);

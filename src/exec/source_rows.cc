@@ -60,11 +60,16 @@ arrow::Status SourceRows::Take(int64_t start, int64_t count, const std::atomic<b
   return arrow::Status::OK();
 }
 
+arrow::Status SourceRows::Prepare(int64_t start) {
+  if (start != position_) return Open(start);
+  if (batch_ != nullptr && offset_ < batch_->num_rows()) return arrow::Status::OK();
+  return NextEpochIfDone();
+}
+
 arrow::Result<bool> SourceRows::WaitReady(int64_t start,
                                           std::chrono::steady_clock::time_point deadline) {
-  if (start != position_) ARROW_RETURN_NOT_OK(Open(start));
+  ARROW_RETURN_NOT_OK(Prepare(start));
   if (batch_ != nullptr && offset_ < batch_->num_rows()) return true;
-  ARROW_RETURN_NOT_OK(NextEpochIfDone());
   const auto now = std::chrono::steady_clock::now();
   const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now);
   return epoch_->WaitReady(std::max(left, std::chrono::milliseconds(0)));

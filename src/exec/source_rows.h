@@ -48,6 +48,10 @@ class SourceRows {
                                         std::shared_ptr<MixedBatches> batches = nullptr,
                                         const std::vector<MixturePiece>* pieces = nullptr);
 
+  /// Starts the engine that gives row `start` of Z (at `start`, or the source's next epoch
+  /// when this one is all taken) unless it runs already: what Take(start, ...) would do
+  /// first, without waiting for any row.
+  arrow::Status Prepare(int64_t start);
   /// True when Take(start, ...) has its first rows at hand (at most the rest of the piece
   /// may still wait for a second engine batch), false when `deadline` passed first. Starts
   /// the engine at `start` when it is not there.

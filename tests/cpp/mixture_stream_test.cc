@@ -4,8 +4,10 @@
 #include <arrow/api.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -201,7 +203,27 @@ TEST(MixtureStreamTest, DestroyedMidEpochStopsAndJoins) {
   auto stream =
       MixtureStream::Make(sources.Config(2), 0, {{0, kRowsA + kPlannedB}}, nullptr).ValueOrDie();
   ASSERT_NE(stream->Next().ValueOrDie(), nullptr);
-  stream.reset();  // joins the producer and the sources' engines; a hang fails by timeout
+  stream.reset();  // stops and joins the sources' engines; a hang fails by timeout
+}
+
+TEST(MixtureStreamTest, EverySourcesEngineStartsReadingWithTheEpoch) {
+  const Sources sources;
+  const auto loaders = sources.Loaders(2, false);
+  const auto config =
+      MakeMixtureConfig(loaders, MixturePlan::Make({kRowsA, kPlannedB}, 0, 9).ValueOrDie(),
+                        arrow::default_memory_pool())
+          .ValueOrDie();
+  // Before any batch is asked for, each source's engine reads its first units: none waits
+  // for the source before it to deliver.
+  auto stream = MixtureStream::Make(config, 0, {{0, kRowsA + kPlannedB}}, nullptr).ValueOrDie();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while ((loaders[0]->stats().units_read == 0 || loaders[1]->stats().units_read == 0) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  EXPECT_GT(loaders[0]->stats().units_read, 0);
+  EXPECT_GT(loaders[1]->stats().units_read, 0);
+  EXPECT_EQ(stream->planned_rows_delivered(), 0);
 }
 
 TEST(MixtureStreamTest, SourcesShareTheMixturesWindowAndStrideWholeEpochs) {
