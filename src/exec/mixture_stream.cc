@@ -70,13 +70,19 @@ arrow::Result<std::unique_ptr<MixtureStream>> MixtureStream::Make(
   const auto& schema = config->sources[0]->schema();
   std::vector<int64_t> starts;
   for (const int64_t stride : config->strides) starts.push_back(epoch * stride);
-  ARROW_ASSIGN_OR_RAISE(auto layout, MixtureLayout::Make(*config->plan, epoch, segments, starts,
-                                                         config->batch_size, config->drop_last));
+  // One budget of workers for the epoch, taken by whichever source has work: as many
+  // threads as a Loader's, where a pool per source ran num_threads times the sources. They
+  // count the layout's blocks first, while nothing else runs yet.
+  auto workers = std::make_shared<TaskPool>(config->num_threads);
+  ARROW_ASSIGN_OR_RAISE(
+      auto layout,
+      MixtureLayout::Make(*config->plan, epoch, segments, starts, config->batch_size,
+                          config->drop_last,
+                          [&workers](int64_t n, const std::function<void(int64_t)>& body) {
+                            workers->ParallelFor(n, body);
+                          }));
   auto shared_layout = std::make_shared<const MixtureLayout>(std::move(layout));
   auto batches = std::make_shared<MixedBatches>(schema, shared_layout, config->pool);
-  // One budget of workers for the epoch, taken by whichever source has work: as many
-  // threads as a Loader's, where a pool per source ran num_threads times the sources.
-  auto workers = std::make_shared<TaskPool>(config->num_threads);
   std::vector<SourceRows> sources;
   sources.reserve(n);
   for (size_t s = 0; s < n; ++s) {

@@ -48,6 +48,24 @@ arrow::Status TaskPool::Submit(std::function<void()> task, bool urgent) {
   return Submit(Task{std::move(task), kOwnGroup}, urgent);
 }
 
+void TaskPool::ParallelFor(int64_t n, const std::function<void(int64_t)>& body) {
+  const auto shares = std::min<int64_t>(n, static_cast<int64_t>(threads_.size()));
+  Mutex mutex;
+  CondVar done;
+  int64_t left = shares;  // guarded by `mutex`
+  for (int64_t share = 0; share < shares; ++share) {
+    auto run = [&, share] {
+      for (int64_t i = share; i < n; i += shares) body(i);
+      MutexLock lock(mutex);
+      if (--left == 0) done.NotifyAll();
+    };
+    if (!Submit(run, /*urgent=*/true).ok()) run();
+  }
+  for (int64_t i = 0; shares == 0 && i < n; ++i) body(i);
+  MutexLock lock(mutex);
+  while (left > 0) done.Wait(mutex);
+}
+
 arrow::Status TaskPool::Submit(Task task, bool urgent) {
   {
     MutexLock lock(mutex_);

@@ -33,6 +33,10 @@ class TaskPool {
   /// Queues a task of the pool's own group; Cancelled (and the task is dropped unrun) once
   /// Shutdown() has begun.
   arrow::Status Submit(std::function<void()> task, bool urgent) EXCLUDES(mutex_);
+  /// Runs body(0), ..., body(n - 1) on the pool's workers (urgent, a share of the indices
+  /// each) and returns when all have run; inline when the pool has no worker or is shut
+  /// down. Not to be called from a task of this pool.
+  void ParallelFor(int64_t n, const std::function<void(int64_t)>& body) EXCLUDES(mutex_);
   /// Drops queued tasks, lets running ones finish, joins the threads. Idempotent; not to be
   /// called from a task, nor from two threads at once.
   void Shutdown() EXCLUDES(mutex_);

@@ -4,6 +4,7 @@
 #include <arrow/result.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "plan/mixture_plan.h"
@@ -32,14 +33,21 @@ struct MixturePiece {
 /// A source's piece of a batch is one run of its stream, two where the batch crosses from one
 /// segment to the next.
 ///
-/// Computing it walks every position of the rank's epoch once (a few nanoseconds each: the
-/// plan's blocks of sources); it holds a few pieces per batch.
+/// Computing it takes each source's rows before every batch's and segment's edges: the
+/// plan's block of sources holding the edge, counted up to it (a few nanoseconds a position
+/// of the rank's epoch), the blocks independent of each other. It holds a few pieces per
+/// batch.
 class MixtureLayout {
  public:
+  /// Runs body(0), ..., body(n - 1), in any order and on any threads, and returns when all
+  /// have run.
+  using ParallelFor = std::function<void(int64_t n, const std::function<void(int64_t)>& body)>;
+
+  /// The blocks are counted through `parallel` when given, one after another otherwise.
   static arrow::Result<MixtureLayout> Make(const MixturePlan& plan, int64_t epoch,
                                            const std::vector<Segment>& segments,
                                            const std::vector<int64_t>& starts, int64_t batch_size,
-                                           bool drop_last);
+                                           bool drop_last, const ParallelFor& parallel = nullptr);
 
   int64_t num_batches() const { return static_cast<int64_t>(batch_rows_.size()); }
   /// Rows of batch b.

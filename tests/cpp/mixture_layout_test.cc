@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <numeric>
+#include <thread>
 #include <vector>
 
 #include "plan/mixture_plan.h"
@@ -75,6 +77,23 @@ void ExpectWalked(const MixturePlan& plan, int64_t epoch, const std::vector<Segm
                   const std::vector<int64_t>& starts, int64_t batch_size, bool drop_last) {
   const auto layout =
       MixtureLayout::Make(plan, epoch, segments, starts, batch_size, drop_last).ValueOrDie();
+  // The blocks counted on three threads, the last ones first: the same layout.
+  const auto parallel = [](int64_t n, const std::function<void(int64_t)>& body) {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 3; ++t) {
+      threads.emplace_back([&, t] {
+        for (int64_t i = n - 1 - t; i >= 0; i -= 3) body(i);
+      });
+    }
+    for (auto& thread : threads) thread.join();
+  };
+  const auto counted_apart =
+      MixtureLayout::Make(plan, epoch, segments, starts, batch_size, drop_last, parallel)
+          .ValueOrDie();
+  ASSERT_EQ(counted_apart.num_batches(), layout.num_batches());
+  for (int s = 0; s < plan.num_sources(); ++s) {
+    EXPECT_EQ(counted_apart.pieces(s), layout.pieces(s)) << "source " << s;
+  }
   std::vector<int64_t> batch_rows;
   const auto pieces =
       WalkedPieces(plan, epoch, segments, starts, batch_size, drop_last, &batch_rows);

@@ -92,6 +92,32 @@ TEST(TaskPoolTest, RunsEverythingSubmitted) {
   for (int i = 0; i < kTasks; ++i) EXPECT_EQ(runs[i].load(), 1) << "task " << i;
 }
 
+TEST(TaskPoolTest, ParallelForRunsEachIndexOnceOnTheWorkersAndWaits) {
+  constexpr int64_t kIndices = 1001;
+  TaskPool pool(3);
+  std::vector<std::atomic<int>> runs(kIndices);
+  std::atomic<int> on_caller{0};
+  const auto caller = std::this_thread::get_id();
+  pool.ParallelFor(kIndices, [&](int64_t i) {
+    runs[i].fetch_add(1);
+    if (std::this_thread::get_id() == caller) on_caller.fetch_add(1);
+  });
+  // Returned only once every index ran (no wait here), each once, none on the caller.
+  for (int64_t i = 0; i < kIndices; ++i) EXPECT_EQ(runs[i].load(), 1) << "index " << i;
+  EXPECT_EQ(on_caller.load(), 0);
+  // A pool without workers, or shut down, runs them on the caller.
+  for (const int workers : {0, 2}) {
+    TaskPool other(workers);
+    other.Shutdown();
+    std::vector<int> inline_runs(10, 0);
+    other.ParallelFor(10, [&](int64_t i) {
+      EXPECT_EQ(std::this_thread::get_id(), caller);
+      ++inline_runs[i];
+    });
+    EXPECT_EQ(inline_runs, std::vector<int>(10, 1)) << workers << " workers";
+  }
+}
+
 TEST(TaskPoolTest, UrgentTasksRunFirstEachQueueInOrder) {
   TaskPool pool(1);
   Gate gate;
