@@ -227,7 +227,8 @@ void GatherRecords(const RowLayout& layout, const Gather& g,
   }
 }
 
-// `given[k]`: the buffer staged column k's values go into (null or absent: a new one).
+// `given[k]`: the buffer staged column k's values go into (null: a new one); one entry per
+// staged column.
 arrow::Result<std::vector<ScatterTarget>> MakeTargets(
     const RowLayout& layout, int64_t n, const std::vector<std::shared_ptr<arrow::Buffer>>& given,
     arrow::MemoryPool* pool) {
@@ -240,9 +241,7 @@ arrow::Result<std::vector<ScatterTarget>> MakeTargets(
       ARROW_ASSIGN_OR_RAISE(t.values_buffer,
                             arrow::AllocateBuffer(arrow::bit_util::BytesForBits(n), pool));
     } else {
-      static const std::shared_ptr<arrow::Buffer> kNone;
-      ARROW_ASSIGN_OR_RAISE(t.values_buffer, OutputBuffer(k < given.size() ? given[k] : kNone,
-                                                          n * column.width, pool));
+      ARROW_ASSIGN_OR_RAISE(t.values_buffer, OutputBuffer(given[k], n * column.width, pool));
     }
     t.values = t.values_buffer->mutable_data();
     if (column.is_bool) std::memset(t.values, 0, t.values_buffer->size());

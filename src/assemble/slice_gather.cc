@@ -74,6 +74,26 @@ bool InPlaceOrApart(const std::vector<BatchSlice>& slices, int i, int64_t width,
 
 }  // namespace
 
+arrow::Result<std::vector<std::shared_ptr<arrow::Buffer>>> AllocateColumns(
+    int64_t rows, const std::vector<int64_t>& row_bytes, arrow::MemoryPool* pool) {
+  std::vector<int64_t> start(row_bytes.size());
+  int64_t bytes = 0;
+  for (size_t c = 0; c < row_bytes.size(); ++c) {
+    if (row_bytes[c] == 0) continue;
+    start[c] = bytes;
+    bytes += (rows * row_bytes[c] + kAlignment - 1) / kAlignment * kAlignment + kAlignment;
+  }
+  std::vector<std::shared_ptr<arrow::Buffer>> columns(row_bytes.size());
+  if (bytes == 0) return columns;
+  ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> arena, arrow::AllocateBuffer(bytes, pool));
+  for (size_t c = 0; c < row_bytes.size(); ++c) {
+    if (row_bytes[c] > 0) {
+      columns[c] = arrow::SliceMutableBuffer(arena, start[c], rows * row_bytes[c]);
+    }
+  }
+  return columns;
+}
+
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> GatherSlices(
     const std::vector<BatchSlice>& slices, const std::shared_ptr<arrow::Schema>& schema,
     arrow::MemoryPool* pool, const std::vector<std::shared_ptr<arrow::Buffer>>* into) {
@@ -83,27 +103,22 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> GatherSlices(
   const int n = schema->num_fields();
   // The run-copied columns share one allocation (one pool call a batch, not one a column:
   // per-column allocations and arrow::Concatenate's generic path measured several times the
-  // copy itself on narrow columns), each at a 64-byte-aligned offset.
+  // copy itself on narrow columns), less those `into` holds.
   std::vector<int64_t> width(static_cast<size_t>(n));
-  std::vector<int64_t> start(static_cast<size_t>(n));
+  std::vector<int64_t> own_width(static_cast<size_t>(n));
   std::vector<std::shared_ptr<arrow::Buffer>> given(static_cast<size_t>(n));
-  int64_t arena_bytes = 0;
   for (int i = 0; i < n; ++i) {
     width[i] = RunWidth(slices, i, *schema->field(i)->type());
+    own_width[i] = width[i];
     if (width[i] > 0 && into != nullptr && static_cast<size_t>(i) < into->size()) {
       const auto& buffer = (*into)[i];
       if (buffer != nullptr && buffer->is_mutable() && buffer->size() == rows * width[i]) {
         given[i] = buffer;
-        continue;
+        own_width[i] = 0;
       }
     }
-    start[i] = arena_bytes;
-    arena_bytes += (rows * width[i] + kAlignment - 1) / kAlignment * kAlignment;
   }
-  std::shared_ptr<arrow::Buffer> arena;
-  if (arena_bytes > 0) {
-    ARROW_ASSIGN_OR_RAISE(arena, arrow::AllocateBuffer(arena_bytes, pool));
-  }
+  ARROW_ASSIGN_OR_RAISE(auto own, AllocateColumns(rows, own_width, pool));
 
   arrow::ArrayDataVector columns;  // not boxed as Arrays: the consumer reads the data
   columns.reserve(static_cast<size_t>(n));
@@ -117,7 +132,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> GatherSlices(
         // overwrite rows not yet copied, so this column gets a buffer of its own.
         ARROW_ASSIGN_OR_RAISE(values, arrow::AllocateBuffer(rows * width[i], pool));
       }
-      if (values == nullptr) values = arrow::SliceMutableBuffer(arena, start[i], rows * width[i]);
+      if (values == nullptr) values = own[i];
       uint8_t* out = values->mutable_data();
       for (const BatchSlice& slice : slices) {
         const FixedWidthValues in = GetFixedWidthValues(*slice.batch->column_data(i));

@@ -18,6 +18,14 @@ struct BatchSlice {
   int64_t length = 0;
 };
 
+/// One allocation from `pool` cut into a mutable buffer per column: column c gets
+/// rows * row_bytes[c] bytes (a null buffer where row_bytes[c] is 0), each at a 64-byte
+/// aligned start and a cache line past the column before: columns a power of two apart (4,096
+/// rows of 8 bytes) would map to the same cache sets, and a scatter that writes a row of
+/// every column at once took twice as long into them.
+arrow::Result<std::vector<std::shared_ptr<arrow::Buffer>>> AllocateColumns(
+    int64_t rows, const std::vector<int64_t>& row_bytes, arrow::MemoryPool* pool);
+
 /// One batch holding the slices' rows in order (a mixture's batch from its sources' batches):
 /// column i of the result concatenates column i of every slice, into buffers from `pool`
 /// (one copy of each value; the slices are left as they are). Every slice's batch must have

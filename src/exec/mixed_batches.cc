@@ -6,14 +6,9 @@
 #include <utility>
 
 #include "assemble/column_types.h"
+#include "assemble/slice_gather.h"
 
 namespace stoker {
-
-namespace {
-
-constexpr int64_t kAlignment = 64;
-
-}  // namespace
 
 MixedBatches::MixedBatches(std::shared_ptr<arrow::Schema> schema,
                            std::shared_ptr<const MixtureLayout> layout, arrow::MemoryPool* pool)
@@ -32,28 +27,8 @@ arrow::Result<std::shared_ptr<const MixedBatches::Columns>> MixedBatches::Get(in
   if (b < 0 || b >= layout_->num_batches()) {
     return arrow::Status::IndexError("mixed batch ", b, " of ", layout_->num_batches());
   }
-  const int64_t rows = layout_->batch_rows(b);
-  std::vector<int64_t> start(row_bytes_.size());
-  int64_t bytes = 0;
-  for (size_t c = 0; c < row_bytes_.size(); ++c) {
-    start[c] = bytes;
-    // One more line between columns: columns a power of two apart (4,096 rows of 8 bytes)
-    // would map to the same cache sets, and the engines' scatter writes a row of every
-    // column at once (measured: the gather took twice as long without it).
-    if (row_bytes_[c] > 0) {
-      bytes += (rows * row_bytes_[c] + kAlignment - 1) / kAlignment * kAlignment + kAlignment;
-    }
-  }
-  auto columns = std::make_shared<Columns>(row_bytes_.size());
-  if (bytes > 0) {
-    ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> arena,
-                          arrow::AllocateBuffer(bytes, pool_));
-    for (size_t c = 0; c < row_bytes_.size(); ++c) {
-      if (row_bytes_[c] > 0) {
-        (*columns)[c] = arrow::SliceMutableBuffer(arena, start[c], rows * row_bytes_[c]);
-      }
-    }
-  }
+  ARROW_ASSIGN_OR_RAISE(auto buffers, AllocateColumns(layout_->batch_rows(b), row_bytes_, pool_));
+  auto columns = std::make_shared<const Columns>(std::move(buffers));
   batches_.emplace(b, columns);
   return columns;
 }

@@ -115,12 +115,16 @@ MixtureStream::MixtureStream(std::shared_ptr<const MixtureConfig> config,
 
 MixtureStream::~MixtureStream() = default;
 
+const MixturePiece* MixtureStream::NextPiece(size_t s, int64_t b) const {
+  const auto& pieces = layout_->pieces(static_cast<int>(s));
+  const size_t k = next_piece_[s];
+  return k < pieces.size() && pieces[k].batch == b ? &pieces[k] : nullptr;
+}
+
 arrow::Status MixtureStream::PrepareSources(int64_t b) {
   for (size_t s = 0; s < sources_.size(); ++s) {
-    const auto& pieces = layout_->pieces(static_cast<int>(s));
-    const size_t k = next_piece_[s];
-    if (k < pieces.size() && pieces[k].batch == b) {
-      ARROW_RETURN_NOT_OK(sources_[s].Prepare(pieces[k].start));
+    if (const MixturePiece* piece = NextPiece(s, b)) {
+      ARROW_RETURN_NOT_OK(sources_[s].Prepare(piece->start));
     }
   }
   return arrow::Status::OK();
@@ -132,10 +136,9 @@ arrow::Result<MixtureStream::Mixed> MixtureStream::Assemble(int64_t b) {
   mixed.source_rows.assign(n, 0);
   std::vector<BatchSlice> slices;  // grouped by source, in source order
   for (size_t s = 0; s < n; ++s) {
-    const auto& pieces = layout_->pieces(static_cast<int>(s));
-    for (size_t& k = next_piece_[s]; k < pieces.size() && pieces[k].batch == b; ++k) {
-      ARROW_RETURN_NOT_OK(sources_[s].Take(pieces[k].start, pieces[k].rows, stop_, &slices));
-      mixed.source_rows[s] += pieces[k].rows;
+    for (const MixturePiece* piece; (piece = NextPiece(s, b)) != nullptr; ++next_piece_[s]) {
+      ARROW_RETURN_NOT_OK(sources_[s].Take(piece->start, piece->rows, &slices));
+      mixed.source_rows[s] += piece->rows;
     }
   }
   // The engines wrote their pieces' fixed-width values into the batch's buffers already.
@@ -163,10 +166,9 @@ bool MixtureStream::WaitReady(std::chrono::milliseconds timeout) {
     return true;
   }
   for (size_t s = 0; s < sources_.size(); ++s) {
-    const auto& pieces = layout_->pieces(static_cast<int>(s));
-    const size_t k = next_piece_[s];
-    if (k == pieces.size() || pieces[k].batch != b) continue;
-    auto ready = sources_[s].WaitReady(pieces[k].start, deadline);
+    const MixturePiece* piece = NextPiece(s, b);
+    if (piece == nullptr) continue;
+    auto ready = sources_[s].WaitReady(piece->start, deadline);
     if (!ready.ok()) {
       MutexLock lock(mutex_);
       error_ = ready.status();

@@ -103,6 +103,8 @@ class MixtureStream final : public BatchStream {
   MixtureStream(std::shared_ptr<const MixtureConfig> config,
                 std::shared_ptr<const MixtureLayout> layout, std::shared_ptr<MixedBatches> batches,
                 std::vector<SourceRows> sources, std::shared_ptr<MixtureTally> tally);
+  /// Source s's next piece of the layout when it is in batch b; null otherwise.
+  const MixturePiece* NextPiece(size_t s, int64_t b) const;
   /// Starts the engines of the sources whose next piece is in batch b, where they do not run
   /// yet (a segment's start, a source's next epoch), so that they read at once.
   arrow::Status PrepareSources(int64_t b);
@@ -122,8 +124,6 @@ class MixtureStream final : public BatchStream {
   std::vector<SourceRows> sources_;
   std::vector<size_t> next_piece_;
   int64_t next_batch_ = 0;
-  /// Never set: what SourceRows::Take polls (the consumer's own wait is not cancelled).
-  const std::atomic<bool> stop_{false};
 
   mutable Mutex mutex_;
   arrow::Status error_ GUARDED_BY(mutex_);

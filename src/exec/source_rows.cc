@@ -7,13 +7,6 @@
 
 namespace stoker {
 
-namespace {
-
-// How long one wait for an engine batch lasts before `stop` is checked again.
-constexpr std::chrono::milliseconds kStopPollInterval{20};
-
-}  // namespace
-
 arrow::Result<SourceRows> SourceRows::Make(std::shared_ptr<const Loader> loader,
                                            const arrow::Schema& schema,
                                            std::shared_ptr<TaskPool> workers,
@@ -46,11 +39,10 @@ SourceRows::SourceRows(std::shared_ptr<const Loader> loader, std::vector<int> co
       batches_(std::move(batches)),
       pieces_(pieces) {}
 
-arrow::Status SourceRows::Take(int64_t start, int64_t count, const std::atomic<bool>& stop,
-                               std::vector<BatchSlice>* out) {
+arrow::Status SourceRows::Take(int64_t start, int64_t count, std::vector<BatchSlice>* out) {
   if (start != position_) ARROW_RETURN_NOT_OK(Open(start));
   while (count > 0) {
-    if (batch_ == nullptr || offset_ == batch_->num_rows()) ARROW_RETURN_NOT_OK(Fill(stop));
+    if (batch_ == nullptr || offset_ == batch_->num_rows()) ARROW_RETURN_NOT_OK(Fill());
     const int64_t n = std::min(count, batch_->num_rows() - offset_);
     out->push_back({batch_, offset_, n});
     offset_ += n;
@@ -129,12 +121,9 @@ arrow::Status SourceRows::NextEpochIfDone() {
   return StartEngine(source_epoch_ + 1, 0);
 }
 
-arrow::Status SourceRows::Fill(const std::atomic<bool>& stop) {
+arrow::Status SourceRows::Fill() {
   while (true) {
     ARROW_RETURN_NOT_OK(NextEpochIfDone());
-    while (!epoch_->WaitReady(kStopPollInterval)) {
-      if (stop.load(std::memory_order_relaxed)) return arrow::Status::Cancelled("mixture closed");
-    }
     ARROW_ASSIGN_OR_RAISE(auto batch, epoch_->Next());
     if (batch == nullptr) {
       taken_ = epoch_->num_batches();

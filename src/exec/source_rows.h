@@ -5,7 +5,6 @@
 #include <arrow/result.h>
 #include <arrow/type.h>
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -57,10 +56,8 @@ class SourceRows {
   /// the engine at `start` when it is not there.
   arrow::Result<bool> WaitReady(int64_t start, std::chrono::steady_clock::time_point deadline);
 
-  /// Appends rows [start, start + count) of Z to `out` as slices. Blocks on the engine;
-  /// returns Cancelled soon after `stop` becomes true.
-  arrow::Status Take(int64_t start, int64_t count, const std::atomic<bool>& stop,
-                     std::vector<BatchSlice>* out);
+  /// Appends rows [start, start + count) of Z to `out` as slices. Blocks on the engine.
+  arrow::Status Take(int64_t start, int64_t count, std::vector<BatchSlice>* out);
 
  private:
   SourceRows(std::shared_ptr<const Loader> loader, std::vector<int> columns,
@@ -77,7 +74,7 @@ class SourceRows {
   /// Starts the source's next epoch when every batch of this one is taken.
   arrow::Status NextEpochIfDone();
   /// Takes the next engine batch, going on into the source's next epoch at the end of one.
-  arrow::Status Fill(const std::atomic<bool>& stop);
+  arrow::Status Fill();
 
   std::shared_ptr<const Loader> loader_;
   /// Index in the engine's batches of each output column.

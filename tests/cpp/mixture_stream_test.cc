@@ -54,8 +54,12 @@ struct Sources {
     return loaders;
   }
   std::shared_ptr<const MixtureConfig> Config(int num_threads, bool drop_last = false) const {
-    return MakeMixtureConfig(Loaders(num_threads, drop_last),
-                             MixturePlan::Make({kRowsA, kPlannedB}, 0, 9).ValueOrDie(),
+    return ConfigOf(Loaders(num_threads, drop_last));
+  }
+  /// The mixture of `loaders` (Loaders()'s, kept by a test that reads their stats).
+  static std::shared_ptr<const MixtureConfig> ConfigOf(
+      const std::vector<std::shared_ptr<const Loader>>& loaders) {
+    return MakeMixtureConfig(loaders, MixturePlan::Make({kRowsA, kPlannedB}, 0, 9).ValueOrDie(),
                              arrow::default_memory_pool())
         .ValueOrDie();
   }
@@ -209,10 +213,7 @@ TEST(MixtureStreamTest, DestroyedMidEpochStopsAndJoins) {
 TEST(MixtureStreamTest, EverySourcesEngineStartsReadingWithTheEpoch) {
   const Sources sources;
   const auto loaders = sources.Loaders(2, false);
-  const auto config =
-      MakeMixtureConfig(loaders, MixturePlan::Make({kRowsA, kPlannedB}, 0, 9).ValueOrDie(),
-                        arrow::default_memory_pool())
-          .ValueOrDie();
+  const auto config = Sources::ConfigOf(loaders);
   // Before any batch is asked for, each source's engine reads its first units: none waits
   // for the source before it to deliver.
   auto stream = MixtureStream::Make(config, 0, {{0, kRowsA + kPlannedB}}, nullptr).ValueOrDie();
@@ -229,10 +230,7 @@ TEST(MixtureStreamTest, EverySourcesEngineStartsReadingWithTheEpoch) {
 TEST(MixtureStreamTest, SourcesShareTheMixturesWindowAndStrideWholeEpochs) {
   const Sources sources;
   const auto loaders = sources.Loaders(1, false);
-  const auto config =
-      MakeMixtureConfig(loaders, MixturePlan::Make({kRowsA, kPlannedB}, 0, 9).ValueOrDie(),
-                        arrow::default_memory_pool())
-          .ValueOrDie();
+  const auto config = Sources::ConfigOf(loaders);
   // ceil(20000 * 80000 / 125000) and ceil(20000 * 45000 / 125000).
   EXPECT_EQ(config->sources[0]->options().shuffle_window, 12800);
   EXPECT_EQ(config->sources[1]->options().shuffle_window, 7200);
