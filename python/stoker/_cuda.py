@@ -25,6 +25,12 @@ def check_device(device: str | None, output: str) -> Any:
     if not torch.cuda.is_available():
         raise RuntimeError(f'device="{device}": torch sees no CUDA device '
                            f"(torch.cuda.is_available() is False; torch {torch.__version__})")
+    # Before the engine's first pinned block: torch initialises CUDA lazily, and until it has,
+    # Tensor.is_pinned() is False for every pointer (at::Context::isPinnedPtr asks nothing of
+    # the runtime before the lazy init), so torch would take the engine's page-locked batches
+    # for pageable memory. Initialising it here also loads torch's libcudart, the runtime the
+    # engine's pinned pool then finds already loaded and uses (src/assemble/pinned_pool.cc).
+    torch.cuda.init()
     return target
 
 

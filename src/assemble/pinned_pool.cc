@@ -3,6 +3,8 @@
 
 #include <dlfcn.h>
 
+#include <string>
+
 #include "assemble/recycling_pool.h"
 
 namespace stoker {
@@ -15,6 +17,33 @@ constexpr int64_t kPageAlignment = 4096;
 constexpr unsigned kHostAllocPortable = 1;
 constexpr int64_t kMaxCachedBytes = int64_t{256} << 20;
 
+// The CUDA runtime's names: the unversioned one (a CUDA toolkit install), then the sonames
+// CUDA 13, 12 and 11 wheels ship.
+constexpr const char* kRuntimeNames[] = {"libcudart.so", "libcudart.so.13", "libcudart.so.12",
+                                         "libcudart.so.11.0"};
+
+struct OpenedRuntime {
+  void* handle = nullptr;  // null: none could be loaded
+  std::string name;        // the name it was found by; without a handle, every name tried
+};
+
+// The runtime the process has loaded already (a CUDA build of torch or jax loads its own at
+// import), else the first of kRuntimeNames that loads. The loaded one comes first because
+// "libcudart.so" can resolve to a system toolkit's copy while torch uses the one its wheel
+// ships: two runtimes in one process, and torch, asked about blocks the other one allocated,
+// need not call them pinned (Tensor.is_pinned() was False on a GPU machine).
+OpenedRuntime OpenRuntime() {
+  for (const char* name : kRuntimeNames) {
+    if (void* handle = dlopen(name, RTLD_NOW | RTLD_NOLOAD)) return {handle, name};
+  }
+  std::string tried;
+  for (const char* name : kRuntimeNames) {
+    if (void* handle = dlopen(name, RTLD_NOW | RTLD_GLOBAL)) return {handle, name};
+    tried += std::string(tried.empty() ? "" : ", ") + name;
+  }
+  return {nullptr, tried};
+}
+
 }  // namespace
 
 // The three runtime entry points the pool calls, found with dlsym.
@@ -23,44 +52,37 @@ struct PinnedMemoryPool::Runtime {
   int (*free_host)(void* ptr) = nullptr;
   const char* (*error_string)(int error) = nullptr;
 
-  // The first runtime that loads: the unversioned name (a CUDA toolkit install), then the
-  // sonames CUDA 13, 12 and 11 wheels ship (already loaded by a CUDA build of torch or jax).
+  // The process's runtime (OpenRuntime), checked once: the first call's answer is every call's.
   static arrow::Result<const Runtime*> Load() {
     static const arrow::Result<const Runtime*> loaded = []() -> arrow::Result<const Runtime*> {
-      std::string tried;
-      for (const char* name :
-           {"libcudart.so", "libcudart.so.13", "libcudart.so.12", "libcudart.so.11.0"}) {
-        void* handle = dlopen(name, RTLD_NOW | RTLD_GLOBAL);
-        if (handle == nullptr) {
-          tried += std::string(tried.empty() ? "" : ", ") + name;
-          continue;
-        }
-        auto* runtime = new Runtime();  // alive with the process, as the pool is
-        runtime->host_alloc =
-            reinterpret_cast<decltype(runtime->host_alloc)>(dlsym(handle, "cudaHostAlloc"));
-        runtime->free_host =
-            reinterpret_cast<decltype(runtime->free_host)>(dlsym(handle, "cudaFreeHost"));
-        runtime->error_string =
-            reinterpret_cast<decltype(runtime->error_string)>(dlsym(handle, "cudaGetErrorString"));
-        if (!runtime->host_alloc || !runtime->free_host || !runtime->error_string) {
-          delete runtime;
-          return arrow::Status::IOError(name, " has no cudaHostAlloc/cudaFreeHost");
-        }
-        // A runtime without a usable device (a CUDA install on a CPU machine) loads, then
-        // fails every allocation: find out now, at Make, rather than at the first batch.
-        void* probe = nullptr;
-        if (const int error = runtime->host_alloc(&probe, 64, kHostAllocPortable); error != 0) {
-          const std::string why = runtime->error_string(error);
-          delete runtime;
-          return arrow::Status::NotImplemented("pinned memory: ", name,
-                                               " loaded, but cudaHostAlloc failed: ", why);
-        }
-        runtime->free_host(probe);
-        return runtime;
+      const auto [handle, name] = OpenRuntime();
+      if (handle == nullptr) {
+        return arrow::Status::NotImplemented(
+            "pinned memory needs the CUDA runtime, and none could be loaded (tried ", name,
+            "): install a CUDA build of PyTorch, or the CUDA toolkit");
       }
-      return arrow::Status::NotImplemented(
-          "pinned memory needs the CUDA runtime, and none could be loaded (tried ", tried,
-          "): install a CUDA build of PyTorch, or the CUDA toolkit");
+      auto* runtime = new Runtime();  // alive with the process, as the pool is
+      runtime->host_alloc =
+          reinterpret_cast<decltype(runtime->host_alloc)>(dlsym(handle, "cudaHostAlloc"));
+      runtime->free_host =
+          reinterpret_cast<decltype(runtime->free_host)>(dlsym(handle, "cudaFreeHost"));
+      runtime->error_string =
+          reinterpret_cast<decltype(runtime->error_string)>(dlsym(handle, "cudaGetErrorString"));
+      if (!runtime->host_alloc || !runtime->free_host || !runtime->error_string) {
+        delete runtime;
+        return arrow::Status::IOError(name, " has no cudaHostAlloc/cudaFreeHost");
+      }
+      // A runtime without a usable device (a CUDA install on a CPU machine) loads, then
+      // fails every allocation: find out now, at Make, rather than at the first batch.
+      void* probe = nullptr;
+      if (const int error = runtime->host_alloc(&probe, 64, kHostAllocPortable); error != 0) {
+        const std::string why = runtime->error_string(error);
+        delete runtime;
+        return arrow::Status::NotImplemented("pinned memory: ", name,
+                                             " loaded, but cudaHostAlloc failed: ", why);
+      }
+      runtime->free_host(probe);
+      return runtime;
     }();
     return loaded;
   }

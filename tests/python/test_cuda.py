@@ -4,6 +4,8 @@ machine without one gives are tested everywhere."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -49,12 +51,32 @@ def test_pinned_output_without_a_cuda_runtime_names_it(embeddings: Path) -> None
 
 @needs_cuda
 def test_host_batches_are_pinned(embeddings: Path) -> None:
+    # As stoker.Loader(device=...) does (_cuda.check_device): torch calls nothing pinned until
+    # its CUDA is initialised.
+    torch.cuda.init()
     epoch = _engine_loader(embeddings, pinned=True).start_epoch(0, [])
     while not epoch.wait_ready():
         pass
     batch = epoch.next()
     assert all(t.is_pinned() for t in batch.values())
     epoch.close()
+
+
+@needs_cuda
+def test_a_cuda_loader_initialises_torch_cuda_before_its_first_pinned_batch(
+        embeddings: Path) -> None:
+    # In a fresh process: this one's torch CUDA is initialised by the tests before.
+    script = f"""
+import torch, stoker
+loader = stoker.Loader({str(embeddings)!r}, output="torch", device="cuda", **{OPTIONS!r})
+assert torch.cuda.is_initialized()
+epoch = loader._core.start_epoch(0, [])  # the host batches, before the copy to the device
+while not epoch.wait_ready():
+    pass
+assert all(t.is_pinned() for t in epoch.next().values())
+epoch.close()
+"""
+    subprocess.run([sys.executable, "-c", script], check=True, timeout=120)
 
 
 @needs_cuda
