@@ -189,8 +189,13 @@ def _torch_batches(spec: Spec) -> Iterator[Batch]:
                     else:
                         yield {k: torch.from_numpy(v) for k, v in arrow_to_numpy(batch).items()}
 
+    # pin_memory: off for the host-memory benchmarks; gpu_utilization.py turns it on, as a
+    # GPU training loop would.
     loader = DataLoader(
-        RowGroups(), batch_size=None, num_workers=spec.settings["num_workers"], pin_memory=False
+        RowGroups(),
+        batch_size=None,
+        num_workers=spec.settings["num_workers"],
+        pin_memory=spec.settings.get("pin_memory", False),
     )
     return iter(loader)
 
