@@ -203,7 +203,7 @@ def train(model: Any, batches: Iterator[dict], dense: list[str], categorical: li
         torch.cuda.synchronize(device)
     wall = time.perf_counter() - start
     out: dict[str, Any] = {"samples_per_s": rows / wall, "wall_s": wall,
-                           "final_loss": float(loss)}
+                           "final_loss": loss.item()}
     if cuda:
         busy_ms = sum(s.elapsed_time(e) for s, e in spans)
         out["step_span_share"] = busy_ms / 1000 / wall
