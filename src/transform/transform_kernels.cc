@@ -26,6 +26,19 @@ arrow::Result<std::shared_ptr<arrow::Array>> CallArrayFunction(
   return out.make_array();
 }
 
+arrow::Result<std::shared_ptr<arrow::Array>> WithValidityOf(const arrow::Array& like,
+                                                            std::shared_ptr<arrow::DataType> type,
+                                                            std::shared_ptr<arrow::Buffer> values,
+                                                            arrow::MemoryPool* pool) {
+  std::shared_ptr<arrow::Buffer> validity;
+  if (like.null_count() > 0) {
+    ARROW_ASSIGN_OR_RAISE(validity, arrow::internal::CopyBitmap(pool, like.null_bitmap_data(),
+                                                                like.offset(), like.length()));
+  }
+  return arrow::MakeArray(arrow::ArrayData::Make(std::move(type), like.length(),
+                                                 {validity, std::move(values)}, like.null_count()));
+}
+
 namespace kernels_internal {
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> ZeroedInt64s(int64_t length,
@@ -35,17 +48,6 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> ZeroedInt64s(int64_t length,
   auto* out = reinterpret_cast<int64_t*>(values->mutable_data());
   std::fill(out, out + length, 0);
   return values;
-}
-
-arrow::Result<std::shared_ptr<arrow::Array>> Int64WithValidityOf(
-    const arrow::Array& like, std::shared_ptr<arrow::Buffer> values, arrow::MemoryPool* pool) {
-  std::shared_ptr<arrow::Buffer> validity;
-  if (like.null_count() > 0) {
-    ARROW_ASSIGN_OR_RAISE(validity, arrow::internal::CopyBitmap(pool, like.null_bitmap_data(),
-                                                                like.offset(), like.length()));
-  }
-  return arrow::MakeArray(arrow::ArrayData::Make(arrow::int64(), like.length(),
-                                                 {validity, std::move(values)}, like.null_count()));
 }
 
 }  // namespace kernels_internal

@@ -28,12 +28,15 @@ arrow::Result<std::shared_ptr<arrow::Array>> CallArrayFunction(
     const std::string& function, const std::vector<arrow::Datum>& args,
     const arrow::compute::FunctionOptions* options, arrow::compute::ExecContext* exec);
 
+/// An array of `type` (fixed width) over `values` with the validity of `like`.
+arrow::Result<std::shared_ptr<arrow::Array>> WithValidityOf(const arrow::Array& like,
+                                                            std::shared_ptr<arrow::DataType> type,
+                                                            std::shared_ptr<arrow::Buffer> values,
+                                                            arrow::MemoryPool* pool);
+
 namespace kernels_internal {
 /// A zeroed buffer of `length` int64 values.
 arrow::Result<std::shared_ptr<arrow::Buffer>> ZeroedInt64s(int64_t length, arrow::MemoryPool* pool);
-/// An int64 array over `values` with the validity of `like`.
-arrow::Result<std::shared_ptr<arrow::Array>> Int64WithValidityOf(
-    const arrow::Array& like, std::shared_ptr<arrow::Buffer> values, arrow::MemoryPool* pool);
 }  // namespace kernels_internal
 
 /// An int64 per string/binary or integer id (hash buckets, vocabulary ids), nulls kept:
@@ -66,7 +69,7 @@ arrow::Result<std::shared_ptr<arrow::Array>> MapIds(const std::shared_ptr<arrow:
       for (int64_t i = 0; i < x.length(); ++i) out[i] = integer(x.Value(i));
     }
   }
-  return kernels_internal::Int64WithValidityOf(*ids, std::move(values), pool);
+  return WithValidityOf(*ids, arrow::int64(), std::move(values), pool);
 }
 
 }  // namespace stoker

@@ -167,20 +167,30 @@ TEST(TransformOpsTest, Clip) {
 }
 
 TEST(TransformOpsTest, Log1p) {
-  const auto batch = Batch({{"i", Json(arrow::int32(), "[0, 1, null]")},
-                            {"d", Json(arrow::float64(), "[0, 1, 3]")},
-                            {"name", Json(arrow::utf8(), R"(["a", "b", "c"])")}});
+  const auto batch = Batch({{"i", Json(arrow::int32(), "[0, 1, null, 3]")},
+                            {"d", Json(arrow::float64(), "[0, 1, 3, null]")},
+                            {"name", Json(arrow::utf8(), R"(["a", "b", "c", "d"])")}});
   const auto spec =
       Compile({Op(TransformKind::kLog1p, {"i"}), Op(TransformKind::kLog1p, {"d"})}, batch);
   const auto out = Transform(*spec, batch);
+  // ln 2 and ln 4 correctly rounded, written out rather than asked of this platform's libm.
+  const float ln2_f = 0x1.62e430p-1f;
+  const double ln2 = 0x1.62e42fefa39efp-1;
   arrow::FloatBuilder floats;
-  ASSERT_TRUE(floats.AppendValues({0.0f, std::log1p(1.0f)}).ok());
+  ASSERT_TRUE(floats.AppendValues({0.0f, ln2_f}).ok());
   ASSERT_TRUE(floats.AppendNull().ok());
+  ASSERT_TRUE(floats.Append(2 * ln2_f).ok());
   ExpectColumn(*out, "i", floats.Finish().ValueOrDie());
   arrow::DoubleBuilder doubles;
-  ASSERT_TRUE(doubles.AppendValues({0.0, std::log1p(1.0), std::log1p(3.0)}).ok());
+  ASSERT_TRUE(doubles.AppendValues({0.0, ln2, 2 * ln2}).ok());
+  ASSERT_TRUE(doubles.AppendNull().ok());
   ExpectColumn(*out, "d", doubles.Finish().ValueOrDie());
   EXPECT_EQ(spec->canonical(), R"([{"op":"log1p","column":"i"},{"op":"log1p","column":"d"}])");
+
+  // A slice (an offset into its buffers) keeps its own nulls.
+  const auto sliced = Transform(*spec, batch->Slice(1, 3));
+  ExpectColumn(*sliced, "d",
+               Json(arrow::float64(), "[0.6931471805599453, 1.3862943611198906, null]"));
 
   const auto error = CompileError(Op(TransformKind::kLog1p, {"name"}), batch);
   EXPECT_TRUE(error.IsTypeError());
