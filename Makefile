@@ -4,6 +4,9 @@
 #   make test   set up, build, run the C++ (ctest) and Python (pytest) tests
 #   make test-asan / test-tsan / fuzz   the sanitizer builds and the fuzz targets
 #               (docs/reliability.md)
+#   make wheel  the repaired manylinux wheel, in dist/
+#   make test-trixie   build and test on a second platform (Debian 13 in a chroot) and compare
+#               its batches with this one's
 
 PYTHON   ?= python3
 VENV     := .venv
@@ -14,9 +17,12 @@ DEPS     := $(VENV)/.deps-installed
 SYSDEPS  := build/.system-deps-installed
 DEMO_DIR := demo-data/criteo
 DEMO_ROWS ?= 2000000
+# What the venv installs: everything (requirements-dev.txt), or only the core (the second
+# platform: requirements-core.txt).
+REQUIREMENTS ?= requirements-dev.txt
 
 .PHONY: all setup build build-cpp test test-cpp test-python demo lint lint-threads clean \
-        test-asan test-asan-cpp test-asan-python test-tsan fuzz
+        test-asan test-asan-cpp test-asan-python test-tsan fuzz wheel test-trixie platform-tests
 
 all: build
 
@@ -24,10 +30,10 @@ $(SYSDEPS): scripts/install-system-deps.sh
 	bash scripts/install-system-deps.sh
 	@mkdir -p $(dir $@) && touch $@
 
-$(DEPS): requirements-dev.txt $(SYSDEPS)
+$(DEPS): $(REQUIREMENTS) requirements-core.txt $(SYSDEPS)
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
-	$(PY) -m pip install -q -r requirements-dev.txt
+	$(PY) -m pip install -q -r $(REQUIREMENTS)
 	@touch $@
 
 setup: $(DEPS)
@@ -50,6 +56,47 @@ test-python: build
 	$(PY) -m pytest -q --timeout=300
 
 test: test-cpp test-python
+
+# The wheel a user installs elsewhere: packed from `make build`'s extension, repaired by
+# auditwheel to the manylinux policy it satisfies, libpng/libjpeg/zlib vendored, pyarrow's
+# libraries left to the pyarrow dependency (scripts/build_wheel.py).
+wheel: build
+	$(PY) scripts/build_wheel.py dist
+
+# The second platform: Debian 13 "trixie" (g++ 14, libstdc++ 14, glibc 2.41, Python 3.13) in a
+# chroot that scripts/trixie-root.sh makes once and keeps in $(TRIXIE_ROOT). This host writes
+# the dataset and digests its batches; the root builds Stoker from the same checkout, runs
+# PLATFORM_TESTS and the repaired wheel's test, digests the same files; the digests must match
+# (tests/platform/batch_digests.py). The dataset sits at the same absolute path in both.
+TRIXIE_ROOT    ?= build/trixie-root
+PLATFORM_DATA  := $(abspath build/platform/data)
+# Construction and an epoch of each output the core venv has (numpy, arrow; torch, JAX and
+# TensorFlow are thin layers over the same buffers, tested here), resume and its state, serve,
+# the cache, the CLI, transforms and random ops, bad data, the linkage check, the wheel.
+PLATFORM_TESTS ?= tests/python/test_loader.py tests/python/test_resume.py \
+                  tests/python/test_state.py tests/python/test_serve.py \
+                  tests/python/test_cache.py tests/python/test_cli.py \
+                  tests/python/test_transforms.py tests/python/test_random_ops.py \
+                  tests/python/test_bad_data.py tests/python/test_linkage.py \
+                  tests/python/test_wheel.py
+test-trixie: build
+	rm -rf build/platform
+	$(PY) tests/platform/batch_digests.py data $(PLATFORM_DATA)
+	$(PY) tests/platform/batch_digests.py digest $(PLATFORM_DATA) build/platform/debian12.json
+	bash scripts/trixie-root.sh $(TRIXIE_ROOT)
+	rm -rf $(TRIXIE_ROOT)$(PLATFORM_DATA) && mkdir -p $(TRIXIE_ROOT)$(dir $(PLATFORM_DATA))
+	cp -r $(PLATFORM_DATA) $(TRIXIE_ROOT)$(PLATFORM_DATA)
+	bash scripts/trixie-root.sh $(TRIXIE_ROOT) run \
+	  "make platform-tests PLATFORM_DATA=$(PLATFORM_DATA) 'PLATFORM_TESTS=$(PLATFORM_TESTS)'"
+	$(PY) tests/platform/batch_digests.py compare build/platform/debian12.json \
+	  $(TRIXIE_ROOT)/stoker/build/platform/trixie.json
+
+# Run inside the second platform's root by test-trixie.
+platform-tests:
+	$(MAKE) build REQUIREMENTS=requirements-core.txt
+	$(PY) -m pytest -q --timeout=600 $(PLATFORM_TESTS)
+	mkdir -p build/platform
+	$(PY) tests/platform/batch_digests.py digest $(PLATFORM_DATA) build/platform/trixie.json
 
 demo: build
 	$(VENV)/bin/stoker gen $(DEMO_DIR) --preset criteo --rows $(DEMO_ROWS) --files 4 --overwrite
@@ -188,7 +235,9 @@ fuzz: build $(CLANG) $(ATHERIS)
 	done
 
 clean:
-	rm -rf build demo-data
+	for m in dev/pts dev sys proc; do \
+	  ! mountpoint -q $(TRIXIE_ROOT)/$$m || umount -l $(TRIXIE_ROOT)/$$m; done
+	rm -rf build demo-data dist
 
 # `make bench`: Stoker against the loaders users would pick instead (benchmarks/harness.py;
 # the figures and how to read them: docs/benchmarks.md). Stoker, plain PyArrow and the PyTorch

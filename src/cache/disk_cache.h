@@ -32,8 +32,10 @@ namespace stoker {
 /// this cache with one warning; reads go on.
 class DiskCache {
  public:
-  /// Bumped whenever the entry format or what keys cover changes: old entries then miss.
-  static constexpr uint32_t kFormatVersion = 1;
+  /// Bumped whenever the entry format, what keys cover, or the values a transform computes
+  /// change: old entries then miss. 2: log1p computed by Stoker's own code (portable_math.h),
+  /// which differs from the glibc log1p of version 1 by an ULP in some values.
+  static constexpr uint32_t kFormatVersion = 2;
 
   /// Opens (creating if needed) a cache in `dir` holding at most `limit_bytes` (0: no
   /// limit). Never fails on a bad directory: it starts with writes off and a warning.
