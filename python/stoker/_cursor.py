@@ -3,6 +3,8 @@ where the current one stands, and the resume state made from them (docs/determin
 
 from __future__ import annotations
 
+import sys
+import warnings
 import weakref
 from collections.abc import Iterator
 from typing import Any
@@ -35,6 +37,8 @@ class EpochCursor:
             raise TypeError(f"epoch must be an int, got {epoch!r}")
         if epoch < 0:
             raise ValueError(f"epoch must be >= 0, got {epoch}")
+        if self._progress is None and epoch == self._epoch:
+            return  # the position a load or skip put in this epoch (or its start) stays
         self._epoch, self._pending_rounds, self._progress = epoch, [], None
 
     def start(self) -> Progress:
@@ -46,6 +50,7 @@ class EpochCursor:
     def state(self, delivered_digest: str) -> dict[str, Any]:
         epoch, rounds = _state.position(self._progress, self._epoch, self._pending_rounds,
                                         self.world_size)
+        epoch, rounds = _state.past_epoch_end(epoch, rounds, self.identity, self.world_size)
         return _state.make_state(epoch=epoch, rounds=rounds, rank=self.rank,
                                  world_size=self.world_size, identity=self.identity,
                                  delivered_digest=delivered_digest)
@@ -83,6 +88,7 @@ class EpochCursor:
         """Continues from a saved state; True when it is this very rank's (same rank and world
         size), whose delivered digest can be carried on."""
         epoch, rounds = _state.check_state(state, self.identity, strict=strict)
+        epoch, rounds = _state.past_epoch_end(epoch, rounds, self.identity, self.world_size)
         self._epoch, self._pending_rounds, self._progress = epoch, rounds, None
         return state.get("world_size") == self.world_size and state.get("rank") == self.rank
 
@@ -105,8 +111,26 @@ class EpochLoader:
         pass
 
     def set_epoch(self, epoch: int) -> None:
-        """Makes the next ``iter()`` read ``epoch`` from its start (later ones count up)."""
+        """Makes the next epoch ``epoch`` (later ones count up), read from its start, as
+        ``DistributedSampler.set_epoch`` does; except that a position ``load_state_dict()``
+        or ``skip()`` put inside ``epoch`` is kept, so the usual resume loop (load the
+        checkpoint, then ``set_epoch(e)`` before each epoch from the saved one on) continues
+        mid-epoch instead of reading the saved epoch again."""
         self._cursor.set_epoch(epoch)
+
+    @property
+    def sampler(self) -> _SamplerHook:
+        """What frameworks that call ``loader.sampler.set_epoch(epoch)`` before each epoch
+        (Lightning, Accelerate) find: it calls ``set_epoch``."""
+        return _SamplerHook(self)
+
+    def __getitem__(self, index: Any) -> Any:
+        raise TypeError(
+            f"{type(self).__name__} is not a map-style dataset: it is the data loader itself "
+            f"(it batches, shuffles, shards and runs its own threads). Iterate it in place of "
+            f"torch.utils.data.DataLoader (for batch in loader: ...); where a torch Dataset is "
+            f"required, pass stoker.torch.IterableDataset(loader) to "
+            f"DataLoader(..., batch_size=None) (docs/pytorch.md)")
 
     def skip(self, n_batches: int) -> None:
         """Moves on ``n_batches`` batches without reading them: the next ``iter()`` starts
@@ -120,9 +144,17 @@ class EpochLoader:
         self._close_open()
 
     def __iter__(self) -> Iterator[Any]:
-        iterator = self._read_epoch(self._cursor.start())
+        """The next epoch's batches. The epoch is claimed (and reading starts) at the first
+        ``next()`` (or ``len()``) of the iterator, not here: frameworks that call ``iter()``
+        to check a loader and drop the result (Lightning) neither use up an epoch nor read
+        data for nothing."""
+        iterator = LazyEpoch(self)
         self._open = weakref.ref(iterator)
         return iterator
+
+    def _start_epoch(self) -> Iterator[Any]:
+        _warn_if_unsharded(self._cursor.world_size)
+        return self._read_epoch(self._cursor.start())
 
     def _close_open(self) -> None:
         """Closes the iterator of the epoch being read: the cursor moved away from it."""
@@ -148,6 +180,68 @@ class EpochLoader:
         self._close_open()
         if self._cursor.load(state, strict=strict) and state.get("delivered_digest"):
             self._restore_digest(state["delivered_digest"])
+
+
+class _SamplerHook:
+    """``loader.sampler``: only the ``set_epoch`` a sampler has."""
+
+    def __init__(self, loader: EpochLoader) -> None:
+        self._loader = loader
+
+    def set_epoch(self, epoch: int) -> None:
+        self._loader.set_epoch(epoch)
+
+
+class LazyEpoch:
+    """What ``iter(loader)`` returns: the epoch's iterator, started at its first ``next()``
+    or ``len()``."""
+
+    def __init__(self, loader: EpochLoader) -> None:
+        self._loader: EpochLoader | None = loader
+        self._epoch: Iterator[Any] | None = None
+
+    def _started(self) -> Iterator[Any] | None:
+        if self._loader is not None:
+            loader, self._loader = self._loader, None
+            self._epoch = loader._start_epoch()
+        return self._epoch
+
+    def __iter__(self) -> LazyEpoch:
+        return self
+
+    def __next__(self) -> Any:
+        epoch = self._started()
+        if epoch is None:
+            raise StopIteration
+        return next(epoch)
+
+    def __len__(self) -> int:
+        """Batches of this epoch (after a resume: the batches left); starts it."""
+        epoch = self._started()
+        return 0 if epoch is None else len(epoch)
+
+    def close(self) -> None:
+        """Stops reading this epoch now (an epoch not started yet never starts); idempotent."""
+        self._loader = None
+        if self._epoch is not None:
+            self._epoch.close()
+
+
+def _warn_if_unsharded(world_size: int) -> None:
+    """Every rank of a data-parallel job reading every row is a silent mistake: warns when
+    torch.distributed runs with several ranks and the loader was given none."""
+    if world_size != 1:
+        return
+    distributed = getattr(sys.modules.get("torch"), "distributed", None)
+    if distributed is None or not distributed.is_available() or not distributed.is_initialized():
+        return
+    ranks = distributed.get_world_size()
+    if ranks > 1:
+        warnings.warn(
+            f"torch.distributed runs {ranks} ranks but this loader has world_size=1: every rank "
+            f"reads every row. Pass rank=torch.distributed.get_rank(), world_size="
+            f"torch.distributed.get_world_size() (Lightning: trainer.global_rank, "
+            f"trainer.world_size) to give each rank its own share", stacklevel=4)
 
 
 class EpochIterator:

@@ -55,6 +55,20 @@ def position(progress: Any, next_epoch: int,
     return next_epoch, [list(r) for r in pending_rounds]
 
 
+def past_epoch_end(epoch: int, rounds: list[list[int]], identity: dict[str, Any],
+                   world_size: int) -> tuple[int, list[list[int]]]:
+    """(epoch, rounds), or the next epoch's start when `rounds` leave this rank no batch of
+    `epoch`: a state saved at an epoch's last step (before the next() that would have said
+    so) resumes at the next epoch, not at an empty rest of this one. Only for mode="train",
+    whose shares follow from the row count; evaluation shares are left as they are."""
+    if identity.get("mode", "train") != "train" or not rounds or "rows" not in identity:
+        return epoch, rounds
+    left = rows_left(identity["rows"], rounds, world_size)
+    if batches_of(left, identity["batch_size"], identity["drop_last"]) == 0:
+        return epoch + 1, []
+    return epoch, rounds
+
+
 def rows_left(total_rows: int, rounds: list[list[int]], world_size: int) -> int:
     """Rows each of `world_size` ranks has left of an epoch of `total_rows` rows after the
     stretches `rounds` (the elastic rule; the plan's RankSegments computes the same slices).

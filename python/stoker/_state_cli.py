@@ -11,9 +11,6 @@ from typing import Any
 
 from stoker import _state
 
-# A state is found in the file's object itself or, as training scripts save it next to the
-# model ({"model": ..., "data": loader.state_dict()}), in a dict this many levels down.
-_SEARCH_DEPTH = 3
 _STATE_KEYS = ("version", "epoch", "rounds", "dataset_fingerprint")
 
 
@@ -54,18 +51,20 @@ def load_file(path: str | Path) -> Any:
                          f"read a Loader.state_dict() from it") from None
 
 
-def find_state(obj: Any, depth: int = _SEARCH_DEPTH) -> dict[str, Any] | None:
-    """The Loader.state_dict() in `obj`: obj itself or a dict value nested in it."""
-    if not isinstance(obj, dict):
-        return None
-    if all(key in obj for key in _STATE_KEYS):
-        return obj
-    if depth == 0:
-        return None
-    for value in obj.values():
-        found = find_state(value, depth - 1)
-        if found is not None:
-            return found
+def find_state(obj: Any) -> dict[str, Any] | None:
+    """The Loader.state_dict() in `obj`: obj itself or the first (depth first) found in the
+    dicts and lists nested in it at any depth: training scripts save it beside the model
+    ({"model": ..., "data": loader.state_dict()}), Lightning four levels down in a list
+    (loops.fit_loop.state_dict.combined_loader[0])."""
+    pending = [obj]
+    while pending:  # a stack, not recursion: a checkpoint's nesting is the file's to choose
+        item = pending.pop()
+        if isinstance(item, dict):
+            if all(key in item for key in _STATE_KEYS):
+                return item
+            pending.extend(reversed(list(item.values())))
+        elif isinstance(item, (list, tuple)):
+            pending.extend(reversed(item))
     return None
 
 
@@ -105,7 +104,7 @@ def show(path: str | Path, *, as_json: bool) -> str:
     state = find_state(load_file(path))
     if state is None:
         raise ValueError(f"{path} holds no Loader.state_dict() (looked for a dict with "
-                         f"{', '.join(_STATE_KEYS)}, up to {_SEARCH_DEPTH} levels down)")
+                         f"{', '.join(_STATE_KEYS)} at any depth)")
     info = describe(state)
     if as_json:
         return json.dumps(info, indent=2)
