@@ -9,6 +9,7 @@ import json
 import os
 import queue
 import threading
+import warnings
 import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
@@ -22,7 +23,7 @@ import pyarrow.compute as pc
 # so live epochs are closed first (atexit runs last-registered first).
 import pyarrow.fs
 
-from stoker import _core, _cuda, _cursor, _frameworks, _mixture, _options, _state, _tables
+from stoker import _core, _cuda, _cursor, _frameworks, _hints, _mixture, _options, _state, _tables
 
 # Batches the batch_transform thread keeps ready when prefetch is None.
 _TRANSFORMED_AHEAD = 2
@@ -353,7 +354,19 @@ class Loader(_cursor.EpochLoader):
         self._trace = None if trace is None else os.fspath(trace)
         self._table = source if isinstance(source, _tables.Table) else None
         self._storage_options = storage_options
-        self._open_engine(options)
+        try:
+            self._open_engine(options)
+        except (KeyError, TypeError) as error:
+            hinted = _hints.with_hint(error, source, partitioning)
+            if hinted is error:
+                raise
+            raise hinted from error
+        if self._core.num_batches() == 0:
+            warnings.warn(
+                f"this loader delivers no batches: rank {rank} of world_size {world_size} gets "
+                f"no rows of the dataset's {self._core.dataset()['rows']} (world_size above "
+                f"the row count, or drop_last with fewer rows than batch_size={batch_size})",
+                stacklevel=2)
 
     def _open_engine(self, options: Any, table: _tables.Table | None = None) -> None:
         """Builds the engine from `options`; for a table source, at the snapshot of `table`
@@ -412,6 +425,16 @@ class Loader(_cursor.EpochLoader):
     def __len__(self) -> int:
         """Batches per epoch for this rank."""
         return self._core.num_batches()
+
+    def __repr__(self) -> str:
+        identity, state = self._cursor.identity, self.state_dict()
+        where = f"epoch {state['epoch']}" + (", mid-epoch" if state["rounds"] else "")
+        return (f"<stoker.Loader {identity['files']} files, {identity['rows']} rows, "
+                f"{len(self._schema)} columns; batch_size={identity['batch_size']}, "
+                f"{len(self)} batches per epoch for rank {self._cursor.rank} of "
+                f"{self._cursor.world_size}; seed={identity['seed']}, "
+                f"shuffle={identity['shuffle']}, mode={identity['mode']!r}, "
+                f"output={self._output!r}; position: {where}>")
 
     def _read_epoch(self, progress: _cursor.Progress) -> Iterator[Any]:
         stream = self._core.start_epoch(progress.epoch, [tuple(r) for r in progress.rounds])

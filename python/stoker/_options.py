@@ -66,6 +66,9 @@ def _columns(columns: Any) -> list[str]:
         return []
     if isinstance(columns, str) or not all(isinstance(c, str) for c in columns):
         raise TypeError(f"columns must be a list of column names, got {columns!r}")
+    if not columns:
+        raise ValueError("columns=[] names no column: pass None to read every column, or name "
+                         "the columns to read")
     return list(columns)
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+import stoker
 from stoker import _bench, _cache_cli, _doctor, _gen, _index_cli, _inspect, _serve, _state_cli
 
 __all__ = ["main"]
@@ -46,6 +47,7 @@ def _build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="stoker", description="Stoker: a Parquet data loader for ML training."
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {stoker.__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_gen(commands)
     _add_inspect(commands)
@@ -203,7 +205,7 @@ def _add_gen(commands: argparse._SubParsersAction) -> None:
         help="write a synthetic Parquet dataset",
         description="Write a deterministic synthetic Parquet dataset: the same options give "
         "byte-identical files. Every preset has a row_id column numbering rows 0..N-1 in file "
-        "order and a float32 0/1 label (25%% positive).",
+        "order and a float32 0/1 label (25% positive).",  # a description is not %-formatted
     )
     gen.add_argument("out", metavar="OUT", help="output directory (created if missing)")
     gen.add_argument(

@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+import stoker
 from stoker.cli import main
 
 CRITEO_NAMES = (
@@ -426,3 +427,17 @@ def test_bench_measures_stoker_shuffled_unshuffled_and_pyarrow(tmp_path, capsys)
     assert result["stoker_unshuffled"] is None and result["pyarrow"]["rows"] == 2000
     assert result["ratios"]["shuffled_vs_unshuffled"] is None
     assert result["ratios"]["shuffled_vs_pyarrow"] == result["ratio"] > 0
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["--version"])
+    assert exit_.value.code == 0
+    assert capsys.readouterr().out == f"stoker {stoker.__version__}\n"
+
+
+def test_gen_help_prints_percent_signs_once(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["gen", "--help"])
+    out = capsys.readouterr().out
+    assert "25% positive" in out and "10% nulls" in out and "%%" not in out
