@@ -16,9 +16,12 @@
 #             more.
 #   WHEELS    wheels from scripts/device_wheels.sh (default ./device-wheels), installed into a
 #             venv that also sees the machine's packages (torch, numpy, cmake, ninja).
-#   DEVICE_CHECK_BUDGET_S   seconds for the whole run (default 420): a step gets at most what
+#   DEVICE_CHECK_BUDGET_S   seconds for the whole run (default 480): a step gets at most what
 #             is left, and none starts with under 10 s left.
 #   DEVICE_CHECK_NO_GPU=1   only the steps that need no GPU (to try the script elsewhere).
+#   The extension is also built a second time linked the old way (STOKER_LINK_STDCXX_FIRST=OFF:
+#             pyarrow's libraries before libstdc++), and the symbol report, the reproducer and
+#             the bindings run on both: the cause of the crash, with one variable changed.
 #   DEVICE_CHECK_REF=COMMIT also builds COMMIT (a git worktree: the carried tree needs .git) or
 #             a tree in a .tar/.tar.gz (`git archive COMMIT | gzip`), and runs the symbol report
 #             and the reproducer on it too: the crash before a fix. Adds a build (minutes).
@@ -30,7 +33,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 out=$(realpath -m "${OUT:-$root/device-out}")
 wheels=$(realpath -m "${WHEELS:-$root/device-wheels}")
-budget=${DEVICE_CHECK_BUDGET_S:-420}
+budget=${DEVICE_CHECK_BUDGET_S:-480}
 rows=${DEVICE_CHECK_ROWS:-4000000}
 no_gpu=${DEVICE_CHECK_NO_GPU:-0}
 ref=${DEVICE_CHECK_REF:-}
@@ -156,6 +159,7 @@ step small-data 60 "$venv/bin/stoker gen $work/small --preset criteo --rows 5000
 step symbols 30 "symbols $venv >$out/symbols.txt; status=\$?; cat $out/symbols.txt; exit \$status"
 step repro 120 "repro $venv"
 step ld-bindings 90 "ld_bindings $venv >$out/ld_bindings.txt; wc -l $out/ld_bindings.txt; head -40 $out/ld_bindings.txt"
+step linkage-test 60 "$py -m pytest -q -p no:cacheprovider tests/python/test_linkage.py"
 
 if [[ "$no_gpu" != 1 ]]; then
   step test-cuda 150 "$py -m pytest -q -p no:cacheprovider --timeout=120 tests/python/test_cuda.py"
@@ -170,6 +174,15 @@ if [[ "$no_gpu" != 1 ]]; then
 else
   step gpu-utilization-cpu 120 "$py benchmarks/gpu_utilization.py --data $work/criteo --device cpu --steps 3 --workers 1 --json $work/gpu_utilization.json"
 fi
+
+# The same tree linked the old way (libstdc++ after pyarrow's libraries), in a venv and a build
+# folder of their own (a CMake cache keeps options: the main build folder must not inherit
+# this one): does the crash come back with that one change?
+oldlink=$work/venv-oldlink
+step oldlink-build 180 "$(declare -f make_venv); make_venv $oldlink && $oldlink/bin/python -m pip install -q --no-build-isolation --no-deps --config-settings=cmake.define.STOKER_LINK_STDCXX_FIRST=OFF --config-settings=build-dir=build/device-oldlink ."
+step oldlink-symbols 30 "symbols $oldlink"
+step oldlink-repro 120 "repro $oldlink"
+step oldlink-ld-bindings 90 "ld_bindings $oldlink | head -60"
 
 # The reference build: the same symbol report and reproducer on an older tree.
 if [[ -n "$ref" ]]; then

@@ -12,14 +12,14 @@ set -euo pipefail
 
 repo=$(cd "$(dirname "$0")/.." && pwd)
 dir=${1:-$repo/device-wheels}
-pin() { grep -E "^$1==" "$repo/requirements-dev.txt"; }
+pin() { grep -hE "^$1==" "$repo/requirements-core.txt" "$repo/requirements-dev.txt" | head -1; }
 
 packages=("$(pin pyarrow)" "$(pin nanobind)" "$(pin scikit-build-core)" "$(pin pytest)"
           "$(pin pytest-timeout)")
 if [[ "${WITH_NUMPY:-0}" == 1 ]]; then packages+=("$(pin numpy)"); fi
 
 mkdir -p "$dir"
-python3 -m pip download -q --only-binary=:all: --python-version 3.12 --implementation cp \
+python3 -m pip download -q --only-binary=:all: --python-version "${PYTHON_VERSION:-3.12}" --implementation cp \
   --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
   --platform manylinux_2_17_x86_64 -d "$dir" "${packages[@]}"
 ls -l "$dir"

@@ -1,15 +1,16 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 // The public C++ API of Stoker in one include: what an embedder needs to configure a loader,
-// read its batches, watch its counters and serve it over Arrow Flight.
+// read its batches and watch its counters (library stoker_core). Serving it over Arrow Flight
+// is stoker/flight_service.h, in library stoker_serve, which links Flight.
 #pragma once
 
 #include "stoker/batch_stream.h"
 #include "stoker/cpu_budget.h"
 #include "stoker/error.h"
-#include "stoker/flight_service.h"
 #include "stoker/loader.h"
 #include "stoker/options.h"
 #include "stoker/resume.h"
 #include "stoker/stats.h"
+#include "stoker/stream_identity.h"
 #include "stoker/storage_options.h"
 #include "stoker/transform_options.h"

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "stoker/loader.h"
+#include "stoker/stream_identity.h"
 
 namespace stoker {
 
@@ -26,7 +27,7 @@ struct ServeOptions {
   /// Streams served at once; more are refused with "server busy" (>= 1).
   int max_streams = 16;
   /// Batches per chunk when several servers share a plan (chunks are dealt round robin).
-  int64_t chunk_batches = 16;
+  int64_t chunk_batches = kDefaultChunkBatches;
   /// A stream whose client has not asked for a batch for this many seconds is released: its
   /// pipeline (windows, prefetched batches, threads) is freed and its slot given to others;
   /// the client gets an error if it comes back, and RemoteLoader reconnects from the batch it
@@ -80,15 +81,5 @@ class FlightService {
   virtual const std::string& config_json() const = 0;
   virtual ServeStats stats() const = 0;
 };
-
-/// Digest of what a stream's batches depend on besides rank, world size, epoch and resume
-/// rounds: the dataset fingerprint and the options that shape the plan and the columns.
-/// A ticket carries it; a server refuses tickets made for another configuration.
-std::string StreamConfigDigest(const Loader& loader);
-
-/// What a server over `loader` advertises (JSON, docs/serve.md): the config digest, the
-/// dataset's identity, the options that shape its batches, and `chunk_batches` as "chunk".
-/// Clients and local loaders alike take their resume identity from it.
-std::string StreamConfigJson(const Loader& loader, int64_t chunk_batches);
 
 }  // namespace stoker

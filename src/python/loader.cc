@@ -14,7 +14,7 @@
 #include "manifest/manifest.h"
 #include "plan/plan.h"
 #include "python/binding.h"
-#include "stoker/flight_service.h"
+#include "stoker/stream_identity.h"
 #include "transform/transform_spec.h"
 
 namespace stoker::python {
@@ -261,7 +261,7 @@ void BindLoader(nb::module_& m) {
       .def(
           "config",
           [](const PyLoader& self) {
-            return StreamConfigJson(*self.engine(), ServeOptions().chunk_batches);
+            return StreamConfigJson(*self.engine(), kDefaultChunkBatches);
           },
           "What a server over this loader would advertise (JSON, docs/serve.md).");
 }

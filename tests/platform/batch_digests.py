@@ -87,7 +87,8 @@ def every_op(data: Path) -> list[dict]:
 
 def cases(data: Path) -> dict[str, dict]:
     """Loader options of each compared case (two epochs each)."""
-    base = {"batch_size": 1_000, "num_threads": 3, "columns": ["row_id", "I1", "F", "age"]}
+    base = {"batch_size": 1_000, "num_threads": 3,
+            "columns": ["row_id", "F", "age", "I2", "user_id"]}
     return {
         "plain": {**base, "shuffle": False},
         "shuffled": {**base, "seed": 7, "shuffle_window": 6_000},
