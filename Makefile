@@ -102,8 +102,8 @@ demo: build
 	$(VENV)/bin/stoker gen $(DEMO_DIR) --preset criteo --rows $(DEMO_ROWS) --files 4 --overwrite
 	$(VENV)/bin/stoker bench $(DEMO_DIR) --batch-size 4096
 
-CPP_SOURCES = $(wildcard include/stoker/*.h src/*/*.h src/*/*.cc src/*/*/*.h src/*/*/*.cc tests/cpp/*.h \
-                         tests/cpp/*.cc tests/fuzz/*.h tests/fuzz/*.cc examples/*.cc benchmarks/cpp/*.cc)
+CPP_SOURCES = $(wildcard include/stoker/*.h src/*/*.h src/*/*.cc src/*/*/*.h src/*/*/*.cc tests/cpp/*/*.h \
+                         tests/cpp/*/*.cc tests/fuzz/*.h tests/fuzz/*.cc examples/*.cc benchmarks/cpp/*.cc)
 
 lint: $(DEPS) lint-threads
 	command -v clang-format >/dev/null || apt-get install -y -qq clang-format

@@ -143,7 +143,7 @@ int Run(int argc, char** argv) {
   config.window_rows = window_rows;
   config.batch_size = 4096;
   auto plan = EpochPlan::Make(rows_per_unit, config).ValueOrDie();
-  const Assembler assembler(source);
+  const Assembler assembler(LayoutOf(source));
 
   std::vector<std::shared_ptr<arrow::RecordBatch>> units;
   for (int64_t u = 0; u < num_units; ++u) {

@@ -11,6 +11,6 @@
 #include "stoker/options.h"
 #include "stoker/resume.h"
 #include "stoker/stats.h"
-#include "stoker/stream_identity.h"
 #include "stoker/storage_options.h"
+#include "stoker/stream_identity.h"
 #include "stoker/transform_options.h"

@@ -57,7 +57,7 @@ struct ServeStats {
   int64_t bytes_sent = 0;
 };
 
-/// An Arrow Flight server streaming a Loader's batches (DESIGN.md, "Serve"). The loader fixes
+/// An Arrow Flight server streaming a Loader's batches (docs/design.md, "Serve"). The loader fixes
 /// the dataset and every option but rank, world size and epoch, which each ticket names; a
 /// ticket can address nothing but that dataset. docs/serve.md documents the ticket, the
 /// descriptor and the actions so a plain pyarrow.flight client can read a stream.

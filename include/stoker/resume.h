@@ -6,7 +6,7 @@
 namespace stoker {
 
 /// One stretch of an epoch that ended in a checkpoint: `world_size` lock-stepped ranks each
-/// consumed the first `rows_per_rank` rows of their slice (DESIGN.md, "Resume").
+/// consumed the first `rows_per_rank` rows of their slice (docs/design.md, "Resume").
 struct ResumeRound {
   int world_size = 1;
   int64_t rows_per_rank = 0;

@@ -1,9 +1,9 @@
 """``stoker.Loader(stoker.Mixture(...))``: several sources read as one dataset. Each source is
 an engine Loader of its own (its columns, renames, filter, transforms); the mixture plan
-(``_core.MixturePlan``, src/plan/mixture_plan.h) says which source fills each position of an
+(``_core.MixturePlan``, src/mixture/mixture_plan.h) says which source fills each position of an
 epoch; the engine reads a rank's positions' rows from each source's stream and gathers them
 into one batch per step, ahead of the consumer (``_core.MixtureReader``,
-src/exec/mixture_stream.h; docs/mixtures.md)."""
+src/mixture/mixture_stream.h; docs/mixtures.md)."""
 
 from __future__ import annotations
 

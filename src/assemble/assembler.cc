@@ -266,7 +266,7 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
   // The units the batch may read, less those skipped (on_error="skip"): window k's i-th unit
   // is units[flat[window_base[k] + i]], or skipped when that is -1.
   std::vector<const StagedUnit*> units;
-  std::vector<int32_t> unit_ids;    // each unit's index into source_->units
+  std::vector<int32_t> unit_ids;    // each unit's index into layout_.units
   std::vector<int64_t> first_rows;  // global index of each unit's first row
   std::vector<int64_t> flat;
   std::vector<size_t> window_base;
@@ -282,14 +282,14 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
       flat.push_back(static_cast<int64_t>(units.size()));
       units.push_back(&unit);
       unit_ids.push_back(window->unit_ids[i]);
-      first_rows.push_back(source_->units[window->unit_ids[i]].first_row);
+      first_rows.push_back((*layout_.units)[window->unit_ids[i]].first_row);
     }
   }
   Digest rows_digest;
 
   std::vector<RowSource> sources;
   plan.LocateRange(begin, end, &sources);
-  const PlanColumns& plan_columns = source_->plan_columns;
+  const PlanColumns& plan_columns = layout_.plan_columns;
   const bool with_plan_columns = plan_columns.valid_mask || plan_columns.row_origin;
   Gather g;
   g.unit.reserve(end - begin);
@@ -313,14 +313,14 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
   AssembledBatch out;
   out.planned_rows = end - begin;
   out.rows_hash = rows_digest.Fold();
-  const auto& batch_schema = with_plan_columns ? source_->batch_schema : source_->output_schema;
-  arrow::MemoryPool* pool = source_->output_pool != nullptr ? source_->output_pool : source_->pool;
+  const auto& batch_schema = with_plan_columns ? layout_.batch_schema : layout_.output_schema;
+  arrow::MemoryPool* pool = layout_.pool;
   const auto n = static_cast<int64_t>(g.row.size());
   if (n == 0) {  // every row's unit was skipped
     ARROW_ASSIGN_OR_RAISE(out.batch, arrow::RecordBatch::MakeEmpty(batch_schema, pool));
     return out;
   }
-  const auto& schema = source_->output_schema;
+  const auto& schema = layout_.output_schema;
   // The given buffers of output columns; none when rows were left out (they are sized for
   // the batch's planned rows).
   static const std::vector<std::shared_ptr<arrow::Buffer>> kNone;
@@ -369,7 +369,7 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
     std::vector<int32_t> row_units(n);
     for (int64_t i = 0; i < n; ++i) row_units[i] = unit_ids[g.unit[i]];
     ARROW_ASSIGN_OR_RAISE(auto extra, plan_columns.Make(offsets, plan.real_rows(), row_units, g.row,
-                                                        source_->units, pool));
+                                                        *layout_.units, pool));
     for (auto& array : extra) columns.push_back(array->data());
   }
   out.batch = arrow::RecordBatch::Make(batch_schema, n, std::move(columns));

@@ -7,8 +7,8 @@
 #include <memory>
 #include <vector>
 
+#include "assemble/batch_layout.h"
 #include "assemble/row_store.h"
-#include "exec/unit_reader.h"
 #include "plan/plan.h"
 
 namespace stoker {
@@ -17,7 +17,7 @@ namespace stoker {
 struct LoadedWindow {
   /// Window index in the plan.
   int64_t index = 0;
-  /// Indices into UnitSource::units of the units, in the same order.
+  /// Indices into BatchLayout::units of the units, in the same order.
   std::vector<int32_t> unit_ids;
   /// The finished units, staged row-major or not (see RowStore).
   std::vector<StagedUnit> units;
@@ -34,7 +34,7 @@ struct AssembledBatch {
 /// Buffers a batch's columns are written into instead of new ones: columns[c], when set
 /// (and mutable), receives output column c's values, exactly its rows times the column's
 /// row bytes. How a mixture's sources write their rows straight into the mixed batch
-/// (exec/mixed_batches.h). Used only for fixed-width columns of numbers (not bool); a batch
+/// (mixture/mixed_batches.h). Used only for fixed-width columns of numbers (not bool); a batch
 /// that leaves rows out (on_error="skip") gets buffers of its own.
 struct OutputTarget {
   std::vector<std::shared_ptr<arrow::Buffer>> columns;
@@ -58,18 +58,18 @@ class BatchTargets {
 /// skipped under on_error="skip" are left out: the batch is shorter, the plan unchanged.
 class Assembler {
  public:
-  explicit Assembler(std::shared_ptr<const UnitSource> source) : source_(std::move(source)) {}
+  explicit Assembler(BatchLayout layout) : layout_(std::move(layout)) {}
 
   /// Rank-local offsets [begin, end) of the plan; `windows` are the loaded windows of
   /// plan.window_schedule() that hold them, in order. Values go into `target`'s buffers
-  /// where it gives one (see OutputTarget), into new ones from the source's pool otherwise.
+  /// where it gives one (see OutputTarget), into new ones from the layout's pool otherwise.
   arrow::Result<AssembledBatch> Assemble(
       const EpochPlan& plan, int64_t begin, int64_t end,
       const std::vector<std::shared_ptr<const LoadedWindow>>& windows,
       const OutputTarget* target = nullptr) const;
 
  private:
-  std::shared_ptr<const UnitSource> source_;
+  BatchLayout layout_;
 };
 
 }  // namespace stoker

@@ -31,7 +31,7 @@ EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan
                              std::shared_ptr<const BatchTargets> targets)
     : source_(std::move(source)),
       plan_(std::move(plan)),
-      assembler_(source_),
+      assembler_(LayoutOf(source_)),
       batches_(std::move(batches)),
       prefetch_(options.ResolvedPrefetch()),
       lookahead_(options.shuffle ? 1 : options.ResolvedThreads()),

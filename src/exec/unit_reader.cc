@@ -110,7 +110,7 @@ arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetchUnchecked(const Manifest
       fetch->end_byte = std::max(fetch->end_byte, range.start + range.length);
     }
     // Pre-buffered bytes live as long as this reader: one reader per unit frees them when
-    // the unit is decoded (DESIGN.md).
+    // the unit is decoded (docs/design.md, "Building on the pyarrow wheel").
     fetch->reader->PreBuffer(row_groups, fetch->leaves, io, arrow::io::CacheOptions::Defaults());
     fetch->ready = fetch->reader->WhenBuffered(row_groups, fetch->leaves);
     END_PARQUET_CATCH_EXCEPTIONS

@@ -1,6 +1,4 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
-#include "stoker/loader.h"
-
 #include <arrow/compute/initialize.h>
 #include <arrow/util/parallel.h>
 #include <arrow/util/thread_pool.h>
@@ -13,6 +11,8 @@
 #include "assemble/recycling_pool.h"
 #include "exec/epoch_pipeline.h"
 #include "exec/unit_reader.h"
+#include "loader/loader_internal.h"
+#include "plan/plan.h"
 #include "stoker/error.h"
 #include "util/digest.h"
 
@@ -240,22 +240,23 @@ void ShrinkArrowCpuPool(const CpuBudget& budget) {
 
 }  // namespace
 
-Loader::Loader(LoaderOptions options, std::shared_ptr<const UnitSource> source,
-               std::shared_ptr<Stats> stats)
-    : options_(std::move(options)), source_(std::move(source)), stats_(std::move(stats)) {
+LoaderImpl::LoaderImpl(LoaderOptions options, std::shared_ptr<const UnitSource> source,
+                       std::shared_ptr<Stats> stats, CpuBudget cpu_budget)
+    : options_(std::move(options)),
+      source_(std::move(source)),
+      stats_(std::move(stats)),
+      cpu_budget_(cpu_budget) {
   for (const auto& unit : source_->units) {
     unit_rows_.push_back(unit.num_rows);
     num_rows_ += unit.num_rows;
   }
 }
 
-arrow::Result<std::shared_ptr<Loader>> Loader::WithShuffleWindow(int64_t rows) const {
+arrow::Result<std::shared_ptr<LoaderImpl>> LoaderImpl::WithShuffleWindow(int64_t rows) const {
   LoaderOptions options = options_;
   options.shuffle_window = rows;
   ARROW_RETURN_NOT_OK(options.Validate());
-  auto loader = std::shared_ptr<Loader>(new Loader(std::move(options), source_, stats_));
-  loader->cpu_budget_ = cpu_budget_;
-  return loader;
+  return std::make_shared<LoaderImpl>(std::move(options), source_, stats_, cpu_budget_);
 }
 
 arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
@@ -272,49 +273,48 @@ arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
   }
   ShrinkArrowCpuPool(budget);
   ARROW_ASSIGN_OR_RAISE(auto source, MakeUnitSource(options, stats));
-  auto loader = std::shared_ptr<Loader>(new Loader(std::move(options), std::move(source), stats));
-  loader->cpu_budget_ = budget;
-  return loader;
+  return std::make_shared<LoaderImpl>(std::move(options), std::move(source), std::move(stats),
+                                      budget);
 }
 
-const Manifest& Loader::manifest() const { return *source_->manifest; }
+const Manifest& LoaderImpl::manifest() const { return *source_->manifest; }
 
-arrow::Status Loader::WriteTrace(const std::string& path) const {
+arrow::Status LoaderImpl::WriteTrace(const std::string& path) const {
   if (stats_->trace() == nullptr) {
     return arrow::Status::Invalid("this loader keeps no trace: set trace_events (or trace=)");
   }
   return stats_->trace()->WriteJson(path);
 }
 
-const std::shared_ptr<arrow::Schema>& Loader::schema() const { return source_->batch_schema; }
+const std::shared_ptr<arrow::Schema>& LoaderImpl::schema() const { return source_->batch_schema; }
 
-const TransformSpec& Loader::transforms() const { return *source_->transforms; }
+const TransformSpec& LoaderImpl::transforms() const { return *source_->transforms; }
 
-std::string Loader::filter_digest() const {
+std::string LoaderImpl::filter_digest() const {
   return source_->filter == nullptr ? "" : source_->filter->digest();
 }
 
-const std::vector<std::string>& Loader::ragged_columns() const {
+const std::vector<std::string>& LoaderImpl::ragged_columns() const {
   return source_->transforms->ragged_columns();
 }
 
-std::string Loader::TakeCacheWarning() const {
+std::string LoaderImpl::TakeCacheWarning() const {
   return source_->cache == nullptr ? "" : source_->cache->TakeWarning();
 }
 
-StatsSnapshot Loader::stats() const {
+StatsSnapshot LoaderImpl::stats() const {
   StatsSnapshot snapshot = stats_->Snapshot();
   if (source_->error_budget != nullptr) snapshot.skipped_units = source_->error_budget->skipped();
   return snapshot;
 }
 
-int64_t Loader::num_batches() const {
+int64_t LoaderImpl::num_batches() const {
   // Only the row counts decide it, the same for every epoch; a plan is cheap to make.
   auto plan = PlanEpoch(0);
   return plan.ok() ? plan->num_batches() : 0;
 }
 
-PlanConfig Loader::MakePlanConfig(int64_t epoch) const {
+PlanConfig LoaderImpl::MakePlanConfig(int64_t epoch) const {
   PlanConfig config;
   config.seed = options_.seed;
   config.epoch = static_cast<uint64_t>(epoch);
@@ -330,15 +330,15 @@ PlanConfig Loader::MakePlanConfig(int64_t epoch) const {
   return config;
 }
 
-arrow::Result<EpochPlan> Loader::PlanEpoch(int64_t epoch,
-                                           const std::vector<ResumeRound>& resumed) const {
+arrow::Result<EpochPlan> LoaderImpl::PlanEpoch(int64_t epoch,
+                                               const std::vector<ResumeRound>& resumed) const {
   if (epoch < 0) return arrow::Status::Invalid("epoch must be >= 0, got ", epoch);
   PlanConfig config = MakePlanConfig(epoch);
   config.resumed = resumed;
   return EpochPlan::Make(unit_rows_, config);
 }
 
-arrow::Result<std::unique_ptr<BatchStream>> Loader::StartEpoch(
+arrow::Result<std::unique_ptr<BatchStream>> LoaderImpl::StartEpoch(
     int64_t epoch, const std::vector<ResumeRound>& resumed) const {
   StreamSpec spec;
   spec.epoch = epoch;
@@ -348,7 +348,7 @@ arrow::Result<std::unique_ptr<BatchStream>> Loader::StartEpoch(
   return StartStream(spec);
 }
 
-arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> Loader::PlanStream(
+arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> LoaderImpl::PlanStream(
     const StreamSpec& spec) const {
   if (spec.epoch < 0) return arrow::Status::Invalid("epoch must be >= 0, got ", spec.epoch);
   ARROW_RETURN_NOT_OK(ValidateRank(spec.rank, spec.world_size));
@@ -370,7 +370,7 @@ arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> Loader::PlanStream(
   return std::make_pair(std::move(plan), std::move(batches));
 }
 
-arrow::Result<std::unique_ptr<BatchStream>> Loader::StartStream(
+arrow::Result<std::unique_ptr<BatchStream>> LoaderImpl::StartStream(
     const StreamSpec& spec, std::shared_ptr<TaskPool> workers) const {
   ARROW_ASSIGN_OR_RAISE(auto planned, PlanStream(spec));
   if (workers == nullptr) workers = std::make_shared<TaskPool>(options_.ResolvedThreads());
@@ -379,7 +379,7 @@ arrow::Result<std::unique_ptr<BatchStream>> Loader::StartStream(
                                          std::move(workers), spec.targets);
 }
 
-arrow::Status Loader::RestoreDeliveredDigest(const std::string& hex) {
+arrow::Status LoaderImpl::RestoreDeliveredDigest(const std::string& hex) {
   if (!stats_->RestoreDigest(hex)) {
     return arrow::Status::Invalid("delivered_digest must be 32 hex digits, got '", hex, "'");
   }

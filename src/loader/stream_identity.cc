@@ -4,6 +4,7 @@
 #include <sstream>
 #include <vector>
 
+#include "loader/loader_internal.h"
 #include "manifest/manifest.h"
 #include "transform/transform_spec.h"
 #include "util/digest.h"
@@ -14,7 +15,7 @@ namespace stoker {
 std::string StreamConfigDigest(const Loader& loader) {
   const auto& o = loader.options();
   Digest digest;
-  digest.Add(loader.manifest().fingerprint());
+  digest.Add(Internal(loader).manifest().fingerprint());
   digest.Add(static_cast<uint64_t>(o.batch_size));
   digest.Add(o.seed);
   digest.Add(static_cast<uint64_t>(o.shuffle));
@@ -26,7 +27,7 @@ std::string StreamConfigDigest(const Loader& loader) {
     digest.Add(static_cast<uint64_t>(o.pad_to_equal_steps));
   }
   digest.Add(loader.schema()->ToString());
-  digest.Add(loader.transforms().digest());
+  digest.Add(Internal(loader).transforms().digest());
   digest.Add(loader.filter_digest());
   return digest.Hex();
 }
@@ -43,17 +44,17 @@ std::string StreamConfigJson(const Loader& loader, int64_t chunk_batches) {
   };
   std::ostringstream json;
   json << "{\"stoker\":1,\"config\":" << JsonString(StreamConfigDigest(loader))
-       << ",\"dataset_fingerprint\":" << JsonString(loader.manifest().fingerprint())
-       << ",\"files\":" << loader.manifest().files().size() << ",\"rows\":" << loader.num_rows()
-       << ",\"batch_size\":" << o.batch_size << ",\"seed\":" << o.seed
-       << ",\"shuffle\":" << (o.shuffle ? "true" : "false")
+       << ",\"dataset_fingerprint\":" << JsonString(Internal(loader).manifest().fingerprint())
+       << ",\"files\":" << Internal(loader).manifest().files().size()
+       << ",\"rows\":" << loader.num_rows() << ",\"batch_size\":" << o.batch_size
+       << ",\"seed\":" << o.seed << ",\"shuffle\":" << (o.shuffle ? "true" : "false")
        << ",\"shuffle_window\":" << (o.shuffle ? std::to_string(o.ResolvedShuffleWindow()) : "null")
        << ",\"drop_last\":" << (o.drop_last ? "true" : "false")
        << ",\"mode\":" << JsonString(LoaderModeName(o.mode))
        << ",\"pad_to_equal_steps\":" << (o.pad_to_equal_steps ? "true" : "false")
        << ",\"columns\":" << strings(loader.schema()->field_names())
        << ",\"ragged\":" << strings(loader.ragged_columns())
-       << ",\"transform_digest\":" << JsonString(loader.transforms().digest())
+       << ",\"transform_digest\":" << JsonString(Internal(loader).transforms().digest())
        << ",\"filter_digest\":" << JsonString(loader.filter_digest())
        << ",\"chunk\":" << chunk_batches << "}";
   return json.str();

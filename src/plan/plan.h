@@ -42,7 +42,7 @@ struct PlanConfig {
   std::vector<ResumeRound> resumed;
   /// Where this rank's batches end, as rank-local offsets: increasing, the last one the
   /// rank's rows. Empty: batches of batch_size (and drop_last). How a mixture cuts a source's
-  /// epoch at the mixed batches' boundaries (plan/mixture_layout.h). Not with
+  /// epoch at the mixed batches' boundaries (mixture/mixture_layout.h). Not with
   /// pad_to_equal_steps.
   std::vector<int64_t> batch_ends;
 };
@@ -70,7 +70,7 @@ struct RowSource {
 };
 
 /// The order of one epoch for one rank, decided before any data is read: a pure function of
-/// the units' row counts and PlanConfig (DESIGN.md, "Plan").
+/// the units' row counts and PlanConfig (docs/design.md, "Plan").
 ///
 /// The units are permuted, cut into windows of about window_rows rows, and the rows of each
 /// window permuted; the epoch sequence S is the windows in order, each in its row order. Rank

@@ -23,7 +23,7 @@ namespace nb = nanobind;
 
 /// A non-OK Status on its way to Python. Thrown anywhere in the binding, with or without the
 /// GIL (inside an `nb::call_guard<nb::gil_scoped_release>` call too); the translator that
-/// module.cc registers raises it as the natural built-in exception (DESIGN.md, "Errors").
+/// module.cc registers raises it as the natural built-in exception (docs/design.md, "Errors").
 class StatusError : public std::exception {
  public:
   explicit StatusError(arrow::Status status) : status_(std::move(status)) {}

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <memory>
 
+#include "loader/loader_internal.h"
 #include "manifest/manifest.h"
 #include "plan/plan.h"
 #include "python/binding.h"
@@ -173,20 +174,20 @@ nb::dict Stats(const PyLoader& self) {
 
 nb::dict Dataset(const PyLoader& self) {
   const auto& loader = *self.engine();
-  const auto& manifest = loader.manifest();
+  const auto& manifest = Internal(loader).manifest();
   nb::list files;
   for (const auto& file : manifest.files()) files.append(file.source.path);
   nb::dict out;
   out["files"] = files;
   out["rows"] = loader.num_rows();
   out["rows_stored"] = manifest.num_rows();
-  out["transform_digest"] = loader.transforms().digest();
-  out["transform_canonical"] = loader.transforms().canonical();
+  out["transform_digest"] = Internal(loader).transforms().digest();
+  out["transform_canonical"] = Internal(loader).transforms().canonical();
   out["filter_digest"] = loader.filter_digest();
   out["row_groups"] = static_cast<int64_t>(manifest.units().size());
   out["fingerprint"] = manifest.fingerprint();
   out["manifest_bytes"] = manifest.HeldBytes();
-  auto plan = loader.PlanEpoch(0);
+  auto plan = Internal(loader).PlanEpoch(0);
   out["plan_bytes"] = plan.ok() ? plan->HeldBytes() : int64_t{0};
   out["shuffle_window"] = loader.options().ResolvedShuffleWindow();
   return out;

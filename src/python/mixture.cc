@@ -1,6 +1,6 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 //
-// The pure functions of a mixture (plan/mixture_plan.h) and the epoch's rank segments, for
+// The pure functions of a mixture (mixture/mixture_plan.h) and the epoch's rank segments, for
 // stoker._mixture_loader: which source fills each position, and where a rank reads; and the
 // MixtureReader that starts a mixture's epochs.
 
@@ -16,8 +16,8 @@
 
 #include "assemble/recycling_pool.h"
 #include "binding.h"
-#include "exec/mixture_stream.h"
-#include "plan/mixture_plan.h"
+#include "mixture/mixture_plan.h"
+#include "mixture/mixture_stream.h"
 #include "plan/plan.h"
 #include "stoker/options.h"
 
@@ -107,7 +107,7 @@ void BindMixture(nb::module_& m) {
       .def("rows_before", &MixturePlan::RowsBefore, nb::arg("epoch"), nb::arg("position"),
            ReleaseGil(), "Rows of each source in positions [0, position) of the epoch.");
   nb::class_<MixtureReader>(m, "MixtureReader",
-                            "Starts a mixture's epochs (src/exec/mixture_stream.h) and counts "
+                            "Starts a mixture's epochs (src/mixture/mixture_stream.h) and counts "
                             "what they delivered.")
       .def(nb::init<const nb::list&, const MixturePlan&, const std::string&>(), nb::arg("sources"),
            nb::arg("plan"), nb::arg("output"),

@@ -15,7 +15,7 @@ namespace stoker::python {
 
 namespace {
 
-// The built-in exception a Status becomes (DESIGN.md, "Errors").
+// The built-in exception a Status becomes (docs/design.md, "Errors").
 PyObject* ExceptionType(const arrow::Status& status) {
   if (IsNotFound(status)) return PyExc_FileNotFoundError;
   if (status.IsInvalid() || status.IsIndexError()) return PyExc_ValueError;

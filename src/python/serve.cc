@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "loader/loader_internal.h"
 #include "python/binding.h"
 #include "serve/ticket.h"
 #include "stoker/flight_service.h"
@@ -55,7 +56,7 @@ nb::bytes EncodeTicketBytes(const std::string& config, int64_t epoch, int rank, 
                             int64_t shard, int64_t chunk, int64_t first) {
   Ticket ticket;
   ticket.config = config;
-  Loader::StreamSpec& s = ticket.stream;
+  LoaderImpl::StreamSpec& s = ticket.stream;
   s.epoch = epoch;
   s.rank = rank;
   s.world_size = world_size;
@@ -70,7 +71,7 @@ nb::bytes EncodeTicketBytes(const std::string& config, int64_t epoch, int rank, 
 
 nb::dict DecodeTicketBytes(nb::bytes text) {
   const Ticket ticket = ValueOrThrow(DecodeTicket(std::string_view(text.c_str(), text.size())));
-  const Loader::StreamSpec& s = ticket.stream;
+  const LoaderImpl::StreamSpec& s = ticket.stream;
   nb::list rounds;
   for (const auto& round : s.resumed) {
     rounds.append(nb::make_tuple(round.world_size, round.rows_per_rank));
@@ -100,7 +101,7 @@ void BindServe(nb::module_& m) {
       .def("serve", &PyServer::Serve, ReleaseGil())
       .def("shutdown", &PyServer::Shutdown, ReleaseGil());
 
-  const Loader::StreamSpec defaults;
+  const LoaderImpl::StreamSpec defaults;
   m.def("encode_ticket", &EncodeTicketBytes, nb::arg("config"), nb::kw_only(), nb::arg("epoch"),
         nb::arg("rank"), nb::arg("world_size"), nb::arg("rounds"),
         nb::arg("shards") = defaults.shards, nb::arg("shard") = defaults.shard,

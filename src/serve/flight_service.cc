@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "loader/loader_internal.h"
 #include "manifest/manifest.h"
 #include "plan/plan.h"
 #include "serve/selection.h"
@@ -263,7 +264,7 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
       // Body: a ticket; answer: how many batches that stream (and its whole plan) has.
       const std::string ticket = action.body ? action.body->ToString() : "";
       ARROW_ASSIGN_OR_RAISE(auto spec, CheckedTicket(ticket));
-      ARROW_ASSIGN_OR_RAISE(auto planned, loader_->PlanStream(spec));
+      ARROW_ASSIGN_OR_RAISE(auto planned, Internal(*loader_).PlanStream(spec));
       body = "{\"plan_batches\":" + std::to_string(planned.first.num_batches()) +
              ",\"stream_batches\":" + std::to_string(planned.second.size()) + "}";
     } else {
@@ -295,7 +296,7 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
           flight::FlightStatusCode::Unavailable,
           "server busy: it serves at most " + std::to_string(options_.max_streams) + " streams");
     }
-    auto started = loader_->StartStream(spec);
+    auto started = Internal(*loader_).StartStream(spec);
     if (!started.ok()) {
       active_->fetch_sub(1);
       counters_->bad_tickets.fetch_add(1, std::memory_order_relaxed);
@@ -323,7 +324,7 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
         it == headers.end() ? "this server needs a bearer token" : "wrong bearer token");
   }
 
-  arrow::Result<Loader::StreamSpec> CheckedTicket(const std::string& ticket) const {
+  arrow::Result<LoaderImpl::StreamSpec> CheckedTicket(const std::string& ticket) const {
     auto parsed = DecodeTicket(ticket);
     if (!parsed.ok() || parsed->config != config_digest_) {
       counters_->bad_tickets.fetch_add(1, std::memory_order_relaxed);

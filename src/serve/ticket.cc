@@ -6,6 +6,8 @@
 #include <map>
 #include <vector>
 
+#include "loader/loader_internal.h"
+
 namespace stoker {
 
 namespace {
@@ -58,7 +60,7 @@ arrow::Result<std::vector<ResumeRound>> DecodeRounds(std::string_view text) {
 }  // namespace
 
 std::string EncodeTicket(const Ticket& ticket) {
-  const Loader::StreamSpec& s = ticket.stream;
+  const LoaderImpl::StreamSpec& s = ticket.stream;
   std::string out(kMagic);
   auto field = [&](const char* key, const std::string& value) {
     out += std::string(";") + key + "=" + value;
@@ -84,7 +86,7 @@ arrow::Result<Ticket> DecodeTicket(std::string_view text) {
   const auto parts = Split(text, ';');
   if (parts[0] != kMagic) return arrow::Status::Invalid("not a stoker1 ticket");
   Ticket ticket;
-  Loader::StreamSpec& s = ticket.stream;
+  LoaderImpl::StreamSpec& s = ticket.stream;
   // Each integer field and where it goes; a field left out keeps StreamSpec's default.
   const std::map<std::string_view, int64_t*> wide = {{"epoch", &s.epoch},
                                                      {"shards", &s.shards},

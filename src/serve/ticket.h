@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "stoker/loader.h"
+#include "loader/loader_internal.h"
 
 namespace stoker {
 
@@ -15,7 +15,7 @@ namespace stoker {
 struct Ticket {
   /// StreamConfigDigest() of the loader the stream must come from.
   std::string config;
-  Loader::StreamSpec stream;
+  LoaderImpl::StreamSpec stream;
 };
 
 /// The ticket as UTF-8 text, every field written:

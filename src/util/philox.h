@@ -10,7 +10,7 @@ namespace stoker {
 /// SC 2011), the counter-based generator of Random123, JAX and cuRAND: a keyed bijection of a
 /// 128-bit counter into 128 random bits. A draw is a pure function of (key, counter), so any
 /// thread can compute any draw in any order with no state to carry or save. Checked against
-/// Random123's published known-answer vectors (tests/cpp/philox_test.cc).
+/// Random123's published known-answer vectors (tests/cpp/util/philox_test.cc).
 class Philox4x32 {
  public:
   using Counter = std::array<uint32_t, 4>;

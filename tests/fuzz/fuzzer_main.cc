@@ -10,7 +10,8 @@
 #include "memory_filesystem.h"
 
 extern "C" int LLVMFuzzerInitialize(int*, char***) {
-  // Standalone programs initialize Arrow's compute functions themselves (DESIGN.md).
+  // Standalone programs initialize Arrow's compute functions themselves (docs/design.md,
+  // "Building on the pyarrow wheel").
   const arrow::Status status =
       arrow::compute::Initialize() & stoker::fuzz::RegisterMemoryFileSystem();
   if (!status.ok()) {

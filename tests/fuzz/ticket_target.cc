@@ -7,6 +7,7 @@
 
 #include "fuzz_support.h"
 #include "fuzz_targets.h"
+#include "loader/loader_internal.h"
 #include "plan/plan.h"
 #include "serve/ticket.h"
 
@@ -42,9 +43,9 @@ int TicketInput(const uint8_t* data, size_t size) {
   if (!again.ok() || !SameTicket(*ticket, *again)) {
     Violation("ticket '" + encoded + "' does not decode to what it encodes");
   }
-  auto planned = loader.PlanStream(ticket->stream);
+  auto planned = Internal(loader).PlanStream(ticket->stream);
   if (!planned.ok()) return 0;
-  auto stream = loader.StartStream(ticket->stream);
+  auto stream = Internal(loader).StartStream(ticket->stream);
   if (!stream.ok()) Violation("PlanStream accepted a ticket StartStream refuses: " + encoded);
   constexpr int64_t kMaxBatches = 64;
   const EpochRead read =

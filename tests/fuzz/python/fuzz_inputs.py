@@ -11,7 +11,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-# The exceptions a bad argument may raise: the natural built-in classes DESIGN.md names.
+# The exceptions a bad argument may raise: the natural built-in classes docs/design.md names.
 # Anything else (RuntimeError, SystemError, IndexError, ...) or a crash is a finding.
 EXPECTED_ERRORS = (TypeError, ValueError, KeyError, FileNotFoundError)
 

@@ -1,0 +1,103 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+// The engine's Loader: the public interface (stoker/loader.h) and the hooks mixtures, the
+// server and the bindings use — the manifest, the compiled transforms, plans and streams of
+// any rank or share, a loader with another shuffle window.
+#pragma once
+
+#include <arrow/result.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "stoker/loader.h"
+
+namespace stoker {
+
+class BatchTargets;
+class EpochPlan;
+class Manifest;
+class Stats;
+class TaskPool;
+class TransformSpec;
+struct PlanConfig;
+struct UnitSource;
+
+/// stoker::Loader as the engine implements it (Loader::Make returns one).
+class LoaderImpl final : public Loader {
+ public:
+  LoaderImpl(LoaderOptions options, std::shared_ptr<const UnitSource> source,
+             std::shared_ptr<Stats> stats, CpuBudget cpu_budget);
+
+  const LoaderOptions& options() const override { return options_; }
+  const CpuBudget& cpu_budget() const override { return cpu_budget_; }
+  const std::shared_ptr<arrow::Schema>& schema() const override;
+  std::string filter_digest() const override;
+  const std::vector<std::string>& ragged_columns() const override;
+  int64_t num_rows() const override { return num_rows_; }
+  int64_t num_batches() const override;
+  arrow::Result<std::unique_ptr<BatchStream>> StartEpoch(
+      int64_t epoch, const std::vector<ResumeRound>& resumed = {}) const override;
+  StatsSnapshot stats() const override;
+  arrow::Status WriteTrace(const std::string& path) const override;
+  std::string TakeCacheWarning() const override;
+  arrow::Status RestoreDeliveredDigest(const std::string& hex) override;
+
+  const Manifest& manifest() const;
+  /// The compiled transform spec (its canonical form and digest key caches and servers).
+  const TransformSpec& transforms() const;
+  /// The order of `epoch` for this rank; a pure function of dataset, options, epoch and the
+  /// rounds of it consumed before a resume (empty for a fresh epoch).
+  arrow::Result<EpochPlan> PlanEpoch(int64_t epoch,
+                                     const std::vector<ResumeRound>& resumed = {}) const;
+
+  /// What a stream serves: an epoch for some rank, possibly only some of its batches.
+  struct StreamSpec {
+    int64_t epoch = 0;
+    std::vector<ResumeRound> resumed;
+    /// The rank and world size (a server serves any; a local loader its options').
+    int rank = 0;
+    int world_size = 1;
+    /// Only the batches b with (b / chunk) % shards == shard and b >= first_batch
+    /// (shards = 1: every batch from first_batch on). How several servers split a plan.
+    int64_t shards = 1;
+    int64_t shard = 0;
+    int64_t chunk = 1;
+    int64_t first_batch = 0;
+    /// Where the batches end, as offsets into the rank's rows (PlanConfig::batch_ends;
+    /// empty: every batch_size rows), and the buffers they are written into (null: their
+    /// own). How a mixture's sources write into the mixed batches.
+    std::vector<int64_t> batch_ends;
+    std::shared_ptr<const BatchTargets> targets;
+  };
+  /// The plan a stream follows, and the batches of it the stream delivers.
+  arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> PlanStream(
+      const StreamSpec& spec) const;
+  /// Starts a stream (see StreamSpec). Its work runs on `workers` when given (a pool several
+  /// streams share: a mixture's sources), else on options().num_threads threads of its own.
+  arrow::Result<std::unique_ptr<BatchStream>> StartStream(
+      const StreamSpec& spec, std::shared_ptr<TaskPool> workers = nullptr) const;
+  /// This loader with LoaderOptions::shuffle_window set to `rows`: the same dataset, filter
+  /// counts and stats (its epochs count in this loader's), nothing read again. How a
+  /// mixture gives each source its share of the mixture's window.
+  arrow::Result<std::shared_ptr<LoaderImpl>> WithShuffleWindow(int64_t rows) const;
+
+ private:
+  PlanConfig MakePlanConfig(int64_t epoch) const;
+
+  LoaderOptions options_;
+  std::shared_ptr<const UnitSource> source_;
+  std::vector<int64_t> unit_rows_;
+  int64_t num_rows_ = 0;
+  std::shared_ptr<Stats> stats_;
+  CpuBudget cpu_budget_;
+};
+
+/// The engine's implementation behind `loader` (every Loader is one).
+inline const LoaderImpl& Internal(const Loader& loader) {
+  return static_cast<const LoaderImpl&>(loader);
+}
+
+}  // namespace stoker
