@@ -394,6 +394,8 @@ def test_types_tensors_cannot_hold_say_which_output_can(mixed: Path, column: str
 
 @pytest.mark.parametrize("output", ["numpy", "torch"])
 def test_nulls_bound_for_tensors_name_the_column(mixed: Path, output: str) -> None:
+    if output == "torch":
+        pytest.importorskip("torch")
     with pytest.raises(ValueError, match="'maybe' has .*null"):
         stoker.Loader(mixed, columns=["maybe"], batch_size=10, output=output)
 
