@@ -5,7 +5,8 @@
 // same files and columns (an arrow::dataset scan, Arrow's CPU pool at the same thread count):
 // the decode rate without Stoker's plan, shuffle and batch assembly. Each figure is the best
 // and the median of --epochs timed epochs after one warm-up epoch (the page cache, the
-// allocator's pools). GB are the delivered batches' buffer bytes (arrow::util::TotalBufferSize).
+// allocator's pools). GB are the delivered batches' buffer bytes (for Arrow's sliced batches, the
+// bytes each slice references: arrow::util::ReferencedBufferSize).
 //
 //   scaling_benchmark DATASET [--max-threads N] [--epochs N] [--batch-size ROWS]
 //                     [--columns A,B,...] [--arrow] [--json PATH|-]
@@ -94,7 +95,10 @@ arrow::Result<Epoch> ArrowEpoch(arrow::dataset::Scanner& scanner) {
     ARROW_ASSIGN_OR_RAISE(auto tagged, batches.Next());
     if (arrow::IsIterationEnd(tagged)) break;
     out.rows += tagged.record_batch->num_rows();
-    out.bytes += arrow::util::TotalBufferSize(*tagged.record_batch);
+    // The scanner's batches are slices of larger decoded arrays: count what each references.
+    ARROW_ASSIGN_OR_RAISE(const int64_t bytes,
+                          arrow::util::ReferencedBufferSize(*tagged.record_batch));
+    out.bytes += bytes;
   }
   out.seconds = std::chrono::duration<double>(Clock::now() - start).count();
   return out;
