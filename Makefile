@@ -1,6 +1,6 @@
 # Stoker's entry points. Each target installs what it needs itself (system packages
 # included) into .venv at the repository root.
-#   make demo   set up, build, generate a demo dataset, benchmark it
+#   make demo   set up (the runtime and torch only), build, generate a demo dataset, benchmark it
 #   make test   set up, build, run the C++ (ctest) and Python (pytest) tests
 #   make test-asan / test-tsan / fuzz   the sanitizer builds and the fuzz targets
 #               (docs/reliability.md)
@@ -22,7 +22,8 @@ DEMO_ROWS ?= 2000000
 REQUIREMENTS ?= requirements-dev.txt
 
 .PHONY: all setup build build-cpp test test-cpp test-python demo lint lint-threads clean \
-        test-asan test-asan-cpp test-asan-python test-tsan fuzz wheel test-trixie platform-tests
+        test-asan test-asan-cpp test-asan-python test-tsan fuzz wheel test-trixie platform-tests \
+        bench-scaling
 
 all: build
 
@@ -98,9 +99,20 @@ platform-tests:
 	mkdir -p build/platform
 	$(PY) tests/platform/batch_digests.py digest $(PLATFORM_DATA) build/platform/trixie.json
 
-demo: build
+# The demo installs only what it runs (requirements-demo.txt: the core and torch's CPU build)
+# into the same .venv; `make test` adds the rest later.
+DEMO_DEPS := $(VENV)/.demo-deps-installed
+
+$(DEMO_DEPS): requirements-demo.txt requirements-core.txt $(SYSDEPS)
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -r requirements-demo.txt
+	@touch $@
+
+demo: $(DEMO_DEPS)
+	$(PY) -m pip install -q --no-build-isolation --no-deps .
 	$(VENV)/bin/stoker gen $(DEMO_DIR) --preset criteo --rows $(DEMO_ROWS) --files 4 --overwrite
-	$(VENV)/bin/stoker bench $(DEMO_DIR) --batch-size 4096
+	$(VENV)/bin/stoker bench $(DEMO_DIR) --batch-size 4096 --output torch
 
 CPP_SOURCES = $(wildcard include/stoker/*.h src/*/*.h src/*/*.cc src/*/*/*.h src/*/*/*.cc tests/cpp/*/*.h \
                          tests/cpp/*/*.cc tests/fuzz/*.h tests/fuzz/*.cc examples/*.cc benchmarks/cpp/*.cc)
@@ -265,6 +277,10 @@ GRAIN_VENV      := .bench-grain-venv
 GRAIN_PY        := $(GRAIN_VENV)/bin/python
 GRAIN_DEPS      := $(GRAIN_VENV)/.deps-installed
 BENCH_ARGS      ?=
+# The thread-scaling section (benchmarks/cpp/scaling_benchmark.cc): criteo rows in 16 files,
+# epochs at 1, 2, 4, ... threads up to nproc, shuffled and not, beside Arrow's own scan.
+SCALING_ROWS    ?= 2000000
+SCALING_DATA    := build/bench-scaling/criteo-$(SCALING_ROWS)
 
 .PHONY: bench
 
@@ -308,3 +324,10 @@ bench: build $(BENCH_DEPS) $(PETASTORM_DEPS) $(STREAMING_DEPS) $(GRAIN_DEPS)
 	$(PY) benchmarks/mixture_overhead.py --out benchmarks/results/mixture.json
 	$(PY) benchmarks/serve_throughput.py build/bench-serve --pin --repeats 5 \
 	  --out benchmarks/results/serve_throughput.json
+	$(MAKE) bench-scaling
+
+bench-scaling: build-cpp
+	test -d $(SCALING_DATA) || $(VENV)/bin/stoker gen $(SCALING_DATA) --preset criteo \
+	  --rows $(SCALING_ROWS) --files 16
+	$(CPP_DIR)/benchmarks/cpp/scaling_benchmark $(SCALING_DATA) --arrow --epochs 5 \
+	  --json benchmarks/results/scaling.json

@@ -67,6 +67,12 @@ struct StatsSnapshot {
   double assemble_seconds = 0;
   /// Thread-seconds filtering and transforming decoded row groups.
   double transform_seconds = 0;
+  /// Units (row groups) in flight: scheduled and not yet finished (fetching, waiting for a
+  /// worker, or being decoded, filtered, transformed and staged). The most at once, and the
+  /// mean over the wall time at least one was: how much of `num_threads` the read-ahead kept
+  /// busy (a mean well below num_threads while the consumer waits means too few units ahead).
+  int64_t units_in_flight_peak = 0;
+  double units_in_flight_mean = 0;
   /// Row groups skipped unread because their statistics prove no row matches the filter.
   int64_t row_groups_pruned = 0;
   /// Wall seconds the consumer spent blocked waiting for its next batch (the data stall).

@@ -66,9 +66,23 @@ def _bottleneck(report: dict[str, Any]) -> list[Finding]:
         return []
     stages = report["stages"]
     top = stages["largest"]
+    step, rate = report["step"], report["rate"]
+    if not step["ms"]:
+        # With no step the consumer does nothing but wait: its wait share says nothing about
+        # a real training loop, only the rate does.
+        delivered = ""
+        if rate["steady_batches_per_s"]:
+            delivered = (f" {rate['steady_batches_per_s']:.1f} batches/s "
+                         f"({format_count(rate['steady_rows_per_s'])} rows/s)")
+        return [_finding(
+            "no_step", "info",
+            f"no training step was simulated (--step-ms 0): the loader delivered{delivered or ' its batches'} "
+            f"to a consumer that only waited, so whether data is the bottleneck is not known; "
+            f"its largest stage is {top or 'not known'}",
+            "pass --step-ms with your training step's time (e.g. from your trainer's log) to "
+            "learn whether this rate keeps the step fed")]
     if share > STALL_SHARE:
         advice = STAGE_ADVICE[top] if top else "measure a longer run"
-        step, rate = report["step"], report["rate"]
         against = ""
         if step["needed_batches_per_s"] and rate["steady_batches_per_s"]:
             against = (f"; it delivered {rate['steady_batches_per_s']:.1f} batches/s "

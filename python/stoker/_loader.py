@@ -6,6 +6,7 @@ from __future__ import annotations
 import atexit
 import inspect
 import json
+import logging
 import os
 import queue
 import threading
@@ -31,6 +32,8 @@ _DEFAULTS = _options.LOADER_DEFAULTS
 
 # Epochs still running; closed at interpreter exit so no worker outlives the interpreter.
 _live_epochs: weakref.WeakSet[_EpochIterator] = weakref.WeakSet()
+# Warnings the loader logs (a row group skipped under on_error="skip"), under "stoker".
+_log = logging.getLogger("stoker")
 
 
 @atexit.register
@@ -64,9 +67,12 @@ class _EngineReader:
     (what the state counts: the batch's rows plus those of units skipped under
     on_error="skip")."""
 
-    def __init__(self, epoch: Any, output: str) -> None:
+    def __init__(self, epoch: Any, output: str,
+                 on_short: Callable[[], None] | None = None) -> None:
         self.epoch, self.output = epoch, output
         self.planned = 0  # planned rows of the batches taken from the engine so far
+        # Called when a batch holds fewer rows than planned (a unit was skipped).
+        self.on_short = on_short
 
     def next(self, stop: threading.Event | None = None) -> tuple[int, Any] | None:
         """The next batch as (planned rows, batch); None at the end (or once `stop` is set)."""
@@ -80,7 +86,16 @@ class _EngineReader:
         rows, self.planned = planned - self.planned, planned
         if self.output == "arrow":
             batch = pa.record_batch(_CapsuleBatch(batch))
+        if self.on_short is not None and _num_rows(batch) < rows:
+            self.on_short()
         return rows, batch
+
+
+def _num_rows(batch: Any) -> int:
+    """Rows of an engine batch: a RecordBatch, or a dict of arrays with rows first."""
+    if isinstance(batch, pa.RecordBatch):
+        return batch.num_rows
+    return len(next(iter(batch.values())))
 
 
 class _TransformPump:
@@ -129,11 +144,11 @@ class _EpochIterator(_cursor.EpochIterator):
     def __init__(self, epoch: Any, output: str, progress: _cursor.Progress,
                  batch_transform: Callable[[Any], Any] | None, prefetch: int,
                  on_close: Callable[[], None] | None = None, device: Any = None,
-                 device_prefetch: int = 2) -> None:
+                 device_prefetch: int = 2, on_short: Callable[[], None] | None = None) -> None:
         super().__init__(progress, epoch.num_batches())
         self._epoch = epoch
         self._on_close = on_close
-        self._reader = _EngineReader(epoch, output)
+        self._reader = _EngineReader(epoch, output, on_short)
         self._pid = os.getpid()
         self._pump: _TransformPump | None = None
         if batch_transform is not None:
@@ -352,6 +367,7 @@ class Loader(_cursor.EpochLoader):
         self._transformed_ahead = prefetch or _TRANSFORMED_AHEAD
         self._max_bad = (options.max_bad_units, options.max_bad_fraction)
         self._trace = None if trace is None else os.fspath(trace)
+        self._skipped_logged = 0  # skipped units logged so far (stats()["skipped_units"])
         self._table = source if isinstance(source, _tables.Table) else None
         self._storage_options = storage_options
         try:
@@ -441,7 +457,17 @@ class Loader(_cursor.EpochLoader):
         on_close = None if self._trace is None else lambda: self.write_trace(self._trace)
         return _EpochIterator(stream, self._output, progress, self._batch_transform,
                               self._transformed_ahead, on_close, self._device,
-                              self._device_prefetch)
+                              self._device_prefetch, on_short=self._log_skipped)
+
+    def _log_skipped(self) -> None:
+        """Logs each row group skipped under on_error="skip" once, as a batch first lacks
+        its rows (the engine lists it in stats() when it skips it)."""
+        skipped = self._core.stats()["skipped_units"]
+        for unit in skipped[self._skipped_logged:]:
+            _log.warning("skipped row group %d of %s (%d rows; on_error=\"skip\", %d skipped "
+                         "so far): %s", unit["row_group"], unit["file"], unit["rows"],
+                         len(skipped), unit["error"])
+        self._skipped_logged = max(self._skipped_logged, len(skipped))
 
     def write_trace(self, path: str | os.PathLike) -> None:
         """Writes the timeline kept so far (``trace=`` or ``trace_events=``) as Chrome trace

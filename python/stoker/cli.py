@@ -35,7 +35,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # stdout must not be flushed again at exit.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, TypeError) as exc:
+        # TypeError: an option or a column the engine cannot serve (e.g. strings or nulls
+        # into numpy/torch output); the message names it and the fix.
         print(f"stoker {args.command}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
@@ -84,11 +86,14 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:
         "stoker.RemoteLoader trainers (docs/serve.md). Stops on Ctrl-C or SIGTERM.")
     serve.add_argument("source", metavar="SOURCE")
     serve.add_argument("--host", default="127.0.0.1", help="bind address (default %(default)s)")
-    serve.add_argument("--port", type=int, default=8815, help="0 picks a free port")
+    serve.add_argument("--port", type=int, default=8815,
+                       help="port to listen on (default %(default)s; 0 picks a free one)")
     serve.add_argument("--token-file", help="require this bearer token (file content)")
     serve.add_argument("--tls-cert", help="PEM certificate (with --tls-key): serve grpc+tls")
     serve.add_argument("--tls-key", help="PEM private key")
-    serve.add_argument("--max-streams", type=_int_at_least(1), default=16)
+    serve.add_argument("--max-streams", type=_int_at_least(1), default=16,
+                       help="streams served at once; more are refused until one ends "
+                            "(default %(default)s)")
     serve.add_argument("--chunk-batches", type=_int_at_least(1), default=16,
                        help="batches per chunk when several servers share a plan")
     serve.add_argument("--stream-idle-timeout", type=_int_at_least(0), default=300,
@@ -157,16 +162,29 @@ def _run_doctor(args: argparse.Namespace) -> int:
 def _add_loader_options(parser: argparse.ArgumentParser) -> None:
     """The Loader options of the commands that run one (serve, doctor); `_loader_options`
     reads them back, but for --transforms (a file the command reads)."""
-    parser.add_argument("--columns", type=_column_list)
-    parser.add_argument("--batch-size", type=_int_at_least(1), required=True)
-    parser.add_argument("--no-shuffle", dest="shuffle", action="store_false")
-    parser.add_argument("--seed", type=_int_at_least(0), default=0)
-    parser.add_argument("--shuffle-window", type=_int_at_least(1))
-    parser.add_argument("--drop-last", action="store_true")
-    parser.add_argument("--num-threads", type=_int_at_least(1))
-    parser.add_argument("--prefetch", type=_int_at_least(1))
-    parser.add_argument("--cache-dir")
-    parser.add_argument("--cache-limit-bytes", type=_int_at_least(0), default=0)
+    parser.add_argument("--columns", type=_column_list,
+                        help="comma-separated columns to read (default: all)")
+    parser.add_argument("--batch-size", type=_int_at_least(1), required=True,
+                        help="rows per batch")
+    parser.add_argument("--no-shuffle", dest="shuffle", action="store_false",
+                        help="read rows in dataset order")
+    parser.add_argument("--seed", type=_int_at_least(0), default=0,
+                        help="shuffle seed: the same seed gives the same batches (default "
+                             "%(default)s)")
+    parser.add_argument("--shuffle-window", type=_int_at_least(1),
+                        help="rows shuffled together; memory holds at least twice this many "
+                             "decoded rows (default 262,144; docs/shuffle.md)")
+    parser.add_argument("--drop-last", action="store_true",
+                        help="leave out each rank's last, short batch")
+    parser.add_argument("--num-threads", type=_int_at_least(1),
+                        help="decode threads (default: this rank's share of the CPUs)")
+    parser.add_argument("--prefetch", type=_int_at_least(1),
+                        help="batches assembled ahead of the consumer (default: 2 per thread)")
+    parser.add_argument("--cache-dir",
+                        help="keep decoded, transformed row groups on this local disk "
+                             "(docs/cache.md)")
+    parser.add_argument("--cache-limit-bytes", type=_int_at_least(0), default=0,
+                        help="evict the cache's oldest entries above this size (0: no limit)")
     parser.add_argument("--transforms", metavar="JSON_FILE", help="transform spec (a JSON list)")
 
 

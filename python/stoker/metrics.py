@@ -76,6 +76,10 @@ class LoaderCollector(Collector):
             ("cache_hit_rate", "stoker_cache_hit_rate", "Disk cache hits over lookups."),
             ("threads", "stoker_threads", "The loader's worker threads."),
             ("io_threads", "stoker_io_threads", "The loader's I/O threads."),
+            ("units_in_flight_peak", "stoker_units_in_flight_peak",
+             "The most row groups in flight (fetching, queued or decoding) at once."),
+            ("units_in_flight_mean", "stoker_units_in_flight_mean",
+             "Row groups in flight on average over the time any was."),
         ]
         for key, name, doc in gauges:
             if stats.get(key) is not None:

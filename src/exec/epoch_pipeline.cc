@@ -34,7 +34,7 @@ EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan
       assembler_(LayoutOf(source_)),
       batches_(std::move(batches)),
       prefetch_(options.ResolvedPrefetch()),
-      lookahead_(options.shuffle ? 1 : options.ResolvedThreads()),
+      lookahead_units_(options.ResolvedThreads()),
       row_layout_(StagingLayout(*source_, options)),
       record_chunks_(
           row_layout_ == nullptr
@@ -66,8 +66,14 @@ EpochPipeline::~EpochPipeline() {
   // group closed.
   workers_.Close();
   // Fetch callbacks refer to this pipeline: wait until none is outstanding.
-  MutexLock lock(fetch_mutex_);
-  while (fetches_in_flight_ > 0) fetches_done_.Wait(fetch_mutex_);
+  {
+    MutexLock lock(fetch_mutex_);
+    while (fetches_in_flight_ > 0) fetches_done_.Wait(fetch_mutex_);
+  }
+  // Units whose tasks were dropped never report: they are no longer in flight.
+  MutexLock lock(mutex_);
+  stats_->AddUnitsInFlight(-units_in_flight_);
+  units_in_flight_ = 0;
 }
 
 void EpochPipeline::RunOnWorker(std::function<void()> task, bool urgent) {
@@ -101,6 +107,8 @@ void EpochPipeline::ScheduleWindow(int64_t position) {
     slot.data->unit_ids.push_back(plan_.unit_order()[w.first_unit + i]);
   }
   slot.pending_units = w.num_units;
+  units_in_flight_ += w.num_units;
+  stats_->AddUnitsInFlight(w.num_units);
   for (int64_t i = 0; i < w.num_units; ++i) {
     const Unit& unit = source_->units[slot.data->unit_ids[i]];
     if (source_->cache == nullptr) {
@@ -219,10 +227,22 @@ void EpochPipeline::Pump() {
         next_assemble_ < count ? Range(next_assemble_).first : last_window_ + 1;
     windows_.erase(windows_.begin(), windows_.lower_bound(keep_from));
   }
-  if (next_assemble_ < count) {
-    const int64_t horizon = std::min(Range(next_assemble_).second + lookahead_, last_window_);
-    while (next_window_ <= horizon) ScheduleWindow(next_window_++);
+  if (next_assemble_ >= count) return;
+  // Read ahead of the gather, in plan order: past the windows the next batch needs, at least
+  // one window and at least lookahead_units_ units, so every worker has a unit to decode
+  // however few units a window holds.
+  const int64_t needed_last = Range(next_assemble_).second;
+  int64_t ahead_units = 0;
+  for (int64_t w = needed_last + 1; w < next_window_; ++w) ahead_units += UnitsOf(w);
+  while (next_window_ <= last_window_ &&
+         (next_window_ <= needed_last + 1 || ahead_units < lookahead_units_)) {
+    if (next_window_ > needed_last) ahead_units += UnitsOf(next_window_);
+    ScheduleWindow(next_window_++);
   }
+}
+
+int64_t EpochPipeline::UnitsOf(int64_t position) const {
+  return plan_.windows()[plan_.window_schedule()[schedule_[position]]].num_units;
 }
 
 arrow::Result<StagedUnit> EpochPipeline::Prepare(const Unit& unit,
@@ -239,6 +259,8 @@ arrow::Result<StagedUnit> EpochPipeline::Prepare(const Unit& unit,
 void EpochPipeline::OnUnitRead(int64_t window, int64_t unit_in_window,
                                arrow::Result<StagedUnit> result) {
   MutexLock lock(mutex_);
+  --units_in_flight_;
+  stats_->AddUnitsInFlight(-1);
   auto it = windows_.find(window);
   if (!result.ok() && !SkipUnit(it, unit_in_window, result.status())) {
     if (error_.ok()) error_ = result.status();

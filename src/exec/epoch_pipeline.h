@@ -22,9 +22,11 @@ namespace stoker {
 /// whatever order the threads finish in.
 ///
 /// Bounds: at most `prefetch` batches assembled or being assembled ahead of the consumer;
-/// resident windows are those the next batches need plus `lookahead` more (1 window with
-/// shuffle, num_threads single-unit windows without). Scheduling is event driven (Pump runs
-/// when a unit finishes or the consumer takes a batch), so no task ever waits on another.
+/// resident windows are those the next batch needs plus the read-ahead: the following
+/// windows, in plan order, until they hold at least num_threads units (and at least one
+/// window), so decode concurrency does not depend on how many units a window holds.
+/// Scheduling is event driven (Pump runs when a unit finishes or the consumer takes a batch),
+/// so no task ever waits on another.
 class EpochPipeline final : public BatchStream {
  public:
   /// Delivers `batches` (indices into the plan's batches, increasing) in that order; its
@@ -57,6 +59,8 @@ class EpochPipeline final : public BatchStream {
   void ScheduleWindow(int64_t position) REQUIRES(mutex_);
   /// Positions in schedule_ of the first and last window the k-th batch reads.
   std::pair<int64_t, int64_t> Range(int64_t k) const;
+  /// Units of the window at `position` in schedule_.
+  int64_t UnitsOf(int64_t position) const;
   /// Fetches, decodes and finishes one unit (caching it when there is a cache). Called with
   /// mutex_ held (ScheduleWindow) or not (a cache miss in a worker); never locks it on the
   /// calling thread.
@@ -91,7 +95,8 @@ class EpochPipeline final : public BatchStream {
   /// constructor, read-only after.
   std::vector<int64_t> schedule_;
   const int64_t prefetch_;
-  const int64_t lookahead_;
+  /// Units read ahead of the windows the next batch needs (see the class comment).
+  const int64_t lookahead_units_;
   /// How units are staged row-major for the gather; null when they stay columnar.
   const std::shared_ptr<const RowLayout> row_layout_;
   /// Where staged units' records live, recycled from window to window.
@@ -111,6 +116,8 @@ class EpochPipeline final : public BatchStream {
   int64_t next_assemble_ GUARDED_BY(mutex_) = 0;
   int64_t next_deliver_ GUARDED_BY(mutex_) = 0;
   int64_t peak_ahead_ GUARDED_BY(mutex_) = 0;  // see PeakAhead()
+  /// Units scheduled and not finished (fetching, queued or decoding).
+  int64_t units_in_flight_ GUARDED_BY(mutex_) = 0;
   int64_t planned_rows_delivered_ GUARDED_BY(mutex_) = 0;
   /// Reorder buffer: assembled batches not yet delivered (at most prefetch_).
   std::map<int64_t, AssembledBatch> ready_ GUARDED_BY(mutex_);

@@ -142,6 +142,8 @@ nb::dict Stats(const PyLoader& self) {
   out["delivered_digest"] = s.delivered_digest;
   out["transform_seconds"] = s.transform_seconds;
   out["row_groups_pruned"] = s.row_groups_pruned;
+  out["units_in_flight_peak"] = s.units_in_flight_peak;
+  out["units_in_flight_mean"] = s.units_in_flight_mean;
   out["requests"] = s.requests;
   out["bytes_fetched"] = s.bytes_fetched;
   out["retries"] = s.retries;

@@ -58,6 +58,25 @@ void Stats::AddTransform(Clock::duration elapsed) {
   transform_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
 }
 
+void Stats::AddUnitsInFlight(int64_t delta) {
+  if (delta == 0) return;
+  const auto now = Clock::now();
+  int64_t count = 0;
+  {
+    MutexLock lock(flight_mutex_);
+    if (in_flight_ > 0) {
+      const double elapsed = std::chrono::duration<double>(now - flight_since_).count();
+      in_flight_unit_seconds_ += static_cast<double>(in_flight_) * elapsed;
+      in_flight_busy_seconds_ += elapsed;
+    }
+    flight_since_ = now;
+    in_flight_ += delta;
+    in_flight_peak_ = std::max(in_flight_peak_, in_flight_);
+    count = in_flight_;
+  }
+  Trace(TraceStage::kInFlight, now, now, count);
+}
+
 void Stats::AddWait(Clock::duration elapsed) {
   wait_ns_.fetch_add(Nanos(elapsed), std::memory_order_relaxed);
 }
@@ -129,6 +148,18 @@ StatsSnapshot Stats::Snapshot() const {
   s.cache_corrupt = cache_corrupt_.load(std::memory_order_relaxed);
   s.skipped_rows = skipped_rows_.load(std::memory_order_relaxed);
   s.wait_per_batch = wait_per_batch_.Summary();
+  {
+    MutexLock lock(flight_mutex_);
+    double unit_seconds = in_flight_unit_seconds_;
+    double busy_seconds = in_flight_busy_seconds_;
+    if (in_flight_ > 0) {  // the open stretch, up to now
+      const double open = std::chrono::duration<double>(Clock::now() - flight_since_).count();
+      unit_seconds += static_cast<double>(in_flight_) * open;
+      busy_seconds += open;
+    }
+    s.units_in_flight_peak = in_flight_peak_;
+    s.units_in_flight_mean = busy_seconds > 0 ? unit_seconds / busy_seconds : 0.0;
+  }
   MutexLock lock(digest_mutex_);
   s.delivered_digest = delivered_.Hex();
   s.recent_rows_per_second = RecentRate();

@@ -44,6 +44,8 @@ class Stats {
   void AddDecode(Clock::duration elapsed);
   void AddAssemble(Clock::duration elapsed);
   void AddTransform(Clock::duration elapsed);
+  /// `delta` units more (or fewer) in flight: scheduled and not yet finished.
+  void AddUnitsInFlight(int64_t delta) EXCLUDES(flight_mutex_);
   void SetPruned(int64_t row_groups) { pruned_.store(row_groups, std::memory_order_relaxed); }
   /// Files the filter's conditions on partition columns ruled out before their footers were
   /// read, and files whose footers were read from the file itself.
@@ -84,6 +86,14 @@ class Stats {
       cache_bytes_written_{0}, cache_evictions_{0}, cache_corrupt_{0};
   std::shared_ptr<std::atomic<int64_t>> retries_ = std::make_shared<std::atomic<int64_t>>(0);
   WaitHistogram wait_per_batch_;
+  // Units in flight now, the most at once, and their integral over the time any was (the
+  // time-weighted mean's numerator and denominator), up to flight_since_.
+  mutable Mutex flight_mutex_;
+  int64_t in_flight_ GUARDED_BY(flight_mutex_) = 0;
+  int64_t in_flight_peak_ GUARDED_BY(flight_mutex_) = 0;
+  double in_flight_unit_seconds_ GUARDED_BY(flight_mutex_) = 0;
+  double in_flight_busy_seconds_ GUARDED_BY(flight_mutex_) = 0;
+  Clock::time_point flight_since_ GUARDED_BY(flight_mutex_);
   std::unique_ptr<TraceRing> trace_;
   mutable Mutex digest_mutex_;
   Digest delivered_ GUARDED_BY(digest_mutex_);

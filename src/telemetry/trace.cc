@@ -31,6 +31,8 @@ const char* StageName(TraceStage stage) {
       return "receive";
     case TraceStage::kConvert:
       return "convert";
+    case TraceStage::kInFlight:
+      return "units in flight";
   }
   return "?";
 }
@@ -116,6 +118,11 @@ arrow::Status TraceRing::WriteJson(const std::string& path) const {
       const Span& s = spans_[(first + k) % n];
       const int64_t ts =
           std::chrono::duration_cast<std::chrono::nanoseconds>(s.start - origin_).count();
+      if (s.stage == TraceStage::kInFlight) {  // a counter track, one value per change
+        out += "{\"ph\":\"C\",\"name\":\"units in flight\",\"pid\":" + std::to_string(pid) +
+               ",\"ts\":" + Micros(ts) + ",\"args\":{\"units\":" + std::to_string(s.a) + "}},\n";
+        continue;
+      }
       out += "{\"ph\":\"X\",\"name\":\"";
       out += StageName(s.stage);
       out += "\",\"pid\":" + std::to_string(pid) + ",\"tid\":" + std::to_string(s.thread) +

@@ -23,6 +23,7 @@ enum class TraceStage : uint8_t {
   kWait,       // the consumer waiting for a batch
   kReceive,    // a batch received from a server (RemoteLoader)
   kConvert,    // a received batch converted to arrays or tensors (RemoteLoader)
+  kInFlight,   // not a span: the count of units in flight changed to `a` (a counter track)
 };
 
 /// The stage of a span by its name in the JSON ("fetch", ..., "convert"); false if none.

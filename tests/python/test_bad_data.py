@@ -7,6 +7,7 @@ dataset and with a file damaged in the middle of an epoch, with and without a di
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from decimal import Decimal
 from pathlib import Path
@@ -97,6 +98,23 @@ def test_skipped_rows_are_absent_and_the_others_keep_their_places(mixed: tuple[P
     assert "Invalid column metadata" in stats["skipped_units"][0]["error"]
     assert stats["skipped_rows"] == 25
     assert stats["rows"] == 310 + 170
+
+
+def test_each_skipped_row_group_is_logged_once(mixed: tuple[Path, Path],
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    broken, _ = mixed
+    with caplog.at_level(logging.WARNING, logger="stoker"):
+        loader = stoker.Loader(broken, batch_size=32, output="arrow", on_error="skip",
+                               shuffle_window=100, seed=1)
+        for epoch in (0, 1):  # met again in the second epoch: not logged again
+            loader.set_epoch(epoch)
+            list(loader)
+    records = [r for r in caplog.records if r.name == "stoker"]
+    assert len(records) == 1
+    message = records[0].getMessage()
+    assert records[0].levelno == logging.WARNING
+    assert f"row group 0 of {broken / 'm.parquet'} (25 rows" in message
+    assert "Invalid column metadata" in message
 
 
 def test_skipping_is_the_same_whatever_the_threads(mixed: tuple[Path, Path]) -> None:

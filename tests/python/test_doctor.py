@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from stoker import _diagnosis, _gen, _procfs
 
@@ -130,15 +132,15 @@ def test_a_slow_consumer_is_named_not_the_loader(dataset):
 
 
 def test_a_slow_loader_is_named_with_its_slowest_stage(dataset, tmp_path):
-    # One worker on one CPU, transforms to run, and a consumer that asks for the next batch
-    # at once (--step-ms 0): the loader sets the pace.
+    # One worker on one CPU, transforms to run, and a step of 0.1 ms (a sleep): the loader
+    # sets the pace.
     transforms = tmp_path / "transforms.json"
     transforms.write_text(json.dumps([
         *({"op": "log1p", "column": c} for c in CRITEO_DENSE),
         *({"op": "standardize", "column": c, "mean": 1.0, "std": 2.0} for c in CRITEO_DENSE),
         *({"op": "hash", "column": c, "num_buckets": 1000} for c in CRITEO_SPARSE),
     ]))
-    report = run_doctor(dataset, "--step-ms", "0", "--num-threads", "1", "--seconds", "3",
+    report = run_doctor(dataset, "--step-ms", "0.1", "--num-threads", "1", "--seconds", "3",
                         "--transforms", str(transforms), taskset="0")
     assert report["consumer"]["wait_share"] > _diagnosis.STALL_SHARE
     assert "loader_bottleneck" in ids(report)
@@ -146,6 +148,32 @@ def test_a_slow_loader_is_named_with_its_slowest_stage(dataset, tmp_path):
     assert report["stages"]["thread_seconds"]["transform"] > 0
     finding = next(f for f in report["findings"] if f["id"] == "loader_bottleneck")
     assert finding["recommendation"] == _diagnosis.STAGE_ADVICE[report["stages"]["largest"]]
+
+
+def test_without_a_step_no_bottleneck_is_claimed(dataset):
+    # A consumer that only waits always waits most of the time: that says nothing about a
+    # training loop, so neither side is named; the rate and the largest stage are.
+    report = run_doctor(dataset, "--batches", "20")
+    assert report["step"]["ms"] == 0
+    assert report["consumer"]["wait_share"] is not None
+    assert "loader_bottleneck" not in ids(report)
+    assert "consumer_bottleneck" not in ids(report)
+    finding = next(f for f in report["findings"] if f["id"] == "no_step")
+    assert finding["severity"] == "info"
+    assert "--step-ms" in finding["recommendation"]
+    assert report["stages"]["largest"] in finding["message"]
+
+
+def test_a_column_numpy_cannot_hold_is_one_line_not_a_traceback(tmp_path):
+    pq.write_table(pa.table({"x": [1.0, None, 3.0], "s": ["a", "b", "c"]}),
+                   tmp_path / "p.parquet")
+    done = subprocess.run([sys.executable, "-m", "stoker", "doctor", str(tmp_path),
+                           "--batch-size", "2"], check=False, capture_output=True, text=True,
+                          timeout=120)
+    assert done.returncode == 1
+    assert "Traceback" not in done.stderr
+    assert done.stderr.startswith("stoker doctor: error: ")
+    assert "output=\"arrow\"" in done.stderr or "null" in done.stderr
 
 
 def burner(cpu: str) -> subprocess.Popen:

@@ -121,6 +121,47 @@ TEST_F(EpochPipelineTest, PrefetchBoundsTheBatchesAhead) {
   }
 }
 
+TEST_F(EpochPipelineTest, ReadsAheadNumThreadsUnitsWhateverTheWindowHolds) {
+  // Windows of 3 units (300 rows each, shuffle_window 250): with 8 threads the read-ahead
+  // must reach past two windows. The first Pump schedules the first batch's window and the
+  // read-ahead under the pipeline's lock, before any unit can finish, so the peak is exact.
+  for (int threads : {1, 2, 8}) {
+    SCOPED_TRACE(std::to_string(threads) + " threads");
+    auto options = Options(dir_.path());
+    options.num_threads = threads;
+    auto loader = Loader::Make(options).ValueOrDie();
+    const auto plan = Internal(*loader).PlanEpoch(0).ValueOrDie();
+    const auto [first, last] = plan.ScheduleRange(0);
+    ASSERT_EQ(first, last);
+    const int64_t needed = plan.windows()[plan.window_schedule()[first]].num_units;
+    ASSERT_EQ(needed, 3);
+    // The read-ahead: whole windows after the needed one until they hold `threads` units
+    // (at least one window).
+    const int64_t ahead = 3 * std::max<int64_t>(1, (threads + 2) / 3);
+    auto stream = loader->StartEpoch(0).ValueOrDie();
+    ExpectPlanOrder(*loader, 0, stream.get());
+    const auto stats = loader->stats();
+    EXPECT_GE(stats.units_in_flight_peak, needed + ahead);
+    EXPECT_LE(stats.units_in_flight_peak, static_cast<int64_t>(plan.unit_order().size()));
+    EXPECT_GT(stats.units_in_flight_mean, 0);
+    EXPECT_LE(stats.units_in_flight_mean, stats.units_in_flight_peak);
+  }
+}
+
+TEST_F(EpochPipelineTest, AbandonedEpochLeavesNoUnitInFlight) {
+  auto options = Options(dir_.path());
+  options.num_threads = 4;
+  auto loader = Loader::Make(options).ValueOrDie();
+  {
+    auto stream = loader->StartEpoch(0).ValueOrDie();
+    ASSERT_NE(stream->Next().ValueOrDie(), nullptr);
+  }  // destroyed with units scheduled and unread
+  // Nothing in flight: the mean no longer moves with time.
+  const double mean = loader->stats().units_in_flight_mean;
+  std::this_thread::sleep_for(50ms);
+  EXPECT_EQ(loader->stats().units_in_flight_mean, mean);
+}
+
 TEST_F(EpochPipelineTest, CancellingMidEpochReturnsPromptlyAndJoins) {
   auto options = Options(dir_.path());
   options.num_threads = 4;
