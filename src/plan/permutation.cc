@@ -3,6 +3,7 @@
 
 #include <arrow/util/logging.h>
 
+#include <algorithm>
 #include <bit>
 
 #include "util/digest.h"
@@ -30,22 +31,85 @@ Permutation::Permutation(uint64_t n, uint64_t key, bool identity)
   }
 }
 
+uint64_t Permutation::Encrypt(uint64_t x) const {
+  uint64_t left = x >> half_bits_;
+  uint64_t right = x & half_mask_;
+  for (int r = 0; r < kRounds; ++r) {
+    const uint64_t next = left ^ (Mix64(right ^ round_keys_[r]) & half_mask_);
+    left = right;
+    right = next;
+  }
+  return (left << half_bits_) | right;
+}
+
 uint64_t Permutation::operator()(uint64_t i) const {
   // Out of range, cycle walking would still land in [0, n): a wrong row, silently.
   ARROW_DCHECK_LT(i, n_);
   if (identity_) return i;
   uint64_t x = i;
   do {
-    uint64_t left = x >> half_bits_;
-    uint64_t right = x & half_mask_;
-    for (int r = 0; r < kRounds; ++r) {
-      const uint64_t next = left ^ (Mix64(right ^ round_keys_[r]) & half_mask_);
-      left = right;
-      right = next;
-    }
-    x = (left << half_bits_) | right;
+    x = Encrypt(x);
   } while (x >= n_);  // cycle walking: a bijection of [0, 2^b) restricted to [0, n)
   return x;
+}
+
+void Permutation::EncryptAll(uint64_t* values, size_t count) const {
+  // Four values round by round in registers: four independent chains of multiplies the CPU
+  // overlaps, where one value alone waits on each multiply in turn.
+  size_t j = 0;
+  for (; j + 4 <= count; j += 4) {
+    uint64_t l0 = values[j] >> half_bits_, r0 = values[j] & half_mask_;
+    uint64_t l1 = values[j + 1] >> half_bits_, r1 = values[j + 1] & half_mask_;
+    uint64_t l2 = values[j + 2] >> half_bits_, r2 = values[j + 2] & half_mask_;
+    uint64_t l3 = values[j + 3] >> half_bits_, r3 = values[j + 3] & half_mask_;
+    for (int r = 0; r < kRounds; ++r) {
+      const uint64_t key = round_keys_[r];
+      const uint64_t n0 = l0 ^ (Mix64(r0 ^ key) & half_mask_);
+      const uint64_t n1 = l1 ^ (Mix64(r1 ^ key) & half_mask_);
+      const uint64_t n2 = l2 ^ (Mix64(r2 ^ key) & half_mask_);
+      const uint64_t n3 = l3 ^ (Mix64(r3 ^ key) & half_mask_);
+      l0 = r0, l1 = r1, l2 = r2, l3 = r3;
+      r0 = n0, r1 = n1, r2 = n2, r3 = n3;
+    }
+    values[j] = (l0 << half_bits_) | r0;
+    values[j + 1] = (l1 << half_bits_) | r1;
+    values[j + 2] = (l2 << half_bits_) | r2;
+    values[j + 3] = (l3 << half_bits_) | r3;
+  }
+  for (; j < count; ++j) values[j] = Encrypt(values[j]);
+}
+
+void Permutation::Map(uint64_t first, size_t count, uint64_t* out) const {
+  ARROW_DCHECK_LE(first + count, n_);
+  if (identity_) {
+    for (size_t k = 0; k < count; ++k) out[k] = first + k;
+    return;
+  }
+  // Blocks of inputs pass through the network together; values that land in [0, n) are
+  // written out, the rest (cycle walking) go through again, until none is left.
+  constexpr size_t kBlock = 256;
+  uint64_t values[kBlock];
+  uint32_t slots[kBlock];
+  for (size_t done = 0; done < count; done += kBlock) {
+    size_t pending = std::min(kBlock, count - done);
+    for (size_t j = 0; j < pending; ++j) {
+      values[j] = first + done + j;
+      slots[j] = static_cast<uint32_t>(done + j);
+    }
+    while (pending > 0) {
+      EncryptAll(values, pending);
+      size_t kept = 0;
+      for (size_t j = 0; j < pending; ++j) {
+        if (values[j] < n_) {
+          out[slots[j]] = values[j];
+        } else {
+          values[kept] = values[j];
+          slots[kept++] = slots[j];
+        }
+      }
+      pending = kept;
+    }
+  }
 }
 
 }  // namespace stoker

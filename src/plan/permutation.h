@@ -2,6 +2,7 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 
 namespace stoker {
@@ -21,10 +22,18 @@ class Permutation {
 
   /// Image of i; requires i < size().
   uint64_t operator()(uint64_t i) const;
+  /// Images of first, first + 1, ..., first + count - 1 into out[0, count): the same values
+  /// as operator(), computed several at a time (independent lanes the CPU overlaps, where one
+  /// image is a chain of dependent multiplies). Requires first + count <= size().
+  void Map(uint64_t first, size_t count, uint64_t* out) const;
   uint64_t size() const { return n_; }
 
  private:
   static constexpr int kRounds = 6;
+  /// One pass of the Feistel network over [0, 2^(2 half_bits_)).
+  uint64_t Encrypt(uint64_t x) const;
+  /// Encrypt of each of values[0, count), in place.
+  void EncryptAll(uint64_t* values, size_t count) const;
   uint64_t n_;
   bool identity_;
   int half_bits_ = 0;

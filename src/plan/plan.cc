@@ -307,7 +307,10 @@ void EpochPlan::LocateRealRange(int64_t begin, int64_t end, RowSource* out) cons
   int64_t pos = segments_[segment].begin + (begin - segment_offset_[segment]);
   int64_t window = WindowOf(pos);
   Permutation rows = WindowRows(window);
-  for (int64_t offset = begin; offset < end; ++offset, ++pos) {
+  // Runs of positions within one segment and one window, their images computed together.
+  constexpr int64_t kRun = 256;
+  uint64_t images[kRun];
+  for (int64_t offset = begin; offset < end;) {
     if (pos >= segments_[segment].end) {
       pos = segments_[++segment].begin;
     }
@@ -317,16 +320,23 @@ void EpochPlan::LocateRealRange(int64_t begin, int64_t end, RowSource* out) cons
       rows = WindowRows(window);
       w = &windows_[window];
     }
-    ARROW_DCHECK_LT(pos, w->first_row + w->num_rows);
-    const auto k = static_cast<int64_t>(rows(static_cast<uint64_t>(pos - w->first_row)));
+    const int64_t run = std::min(
+        {end - offset, segments_[segment].end - pos, w->first_row + w->num_rows - pos, kRun});
+    ARROW_DCHECK_GT(run, 0);
+    rows.Map(static_cast<uint64_t>(pos - w->first_row), static_cast<size_t>(run), images);
     // A window holds a handful of units: a linear scan beats a binary search here.
     const int64_t* unit_offsets = unit_offset_.data() + w->first_unit;
-    int64_t unit = w->num_units - 1;
-    while (unit_offsets[unit] > k) --unit;
-    RowSource& source = out[offset - begin];
-    source.window = window;
-    source.unit_in_window = unit;
-    source.row = k - unit_offsets[unit];
+    for (int64_t j = 0; j < run; ++j) {
+      const auto k = static_cast<int64_t>(images[j]);
+      int64_t unit = w->num_units - 1;
+      while (unit_offsets[unit] > k) --unit;
+      RowSource& source = out[offset - begin + j];
+      source.window = window;
+      source.unit_in_window = unit;
+      source.row = k - unit_offsets[unit];
+    }
+    offset += run;
+    pos += run;
   }
 }
 

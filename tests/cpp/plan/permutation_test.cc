@@ -61,6 +61,32 @@ TEST(PermutationTest, KnownValuesAreStable) {
   EXPECT_EQ(first, (std::vector<uint64_t>{969, 642, 124, 381, 433}));
 }
 
+TEST(PermutationTest, MapGivesTheImagesOneAtATimeDoes) {
+  // Every size up to 300 (every walk length and lane count, the identity at n <= 1 included),
+  // sizes just above a power of four (the longest walks), and every sub-range of some.
+  std::vector<uint64_t> sizes;
+  for (uint64_t n = 0; n < 300; ++n) sizes.push_back(n);
+  for (uint64_t n : {1025ULL, 4097ULL, 65537ULL, 262145ULL, 300000ULL}) sizes.push_back(n);
+  for (uint64_t n : sizes) {
+    for (bool identity : {false, true}) {
+      const Permutation p(n, DeriveKey(5, n, 1, 0), identity);
+      std::vector<uint64_t> mapped(n);
+      p.Map(0, n, mapped.data());
+      ASSERT_EQ(mapped, Image(p)) << "n=" << n << " identity=" << identity;
+    }
+  }
+  const Permutation p(1000, 17);
+  const auto whole = Image(p);
+  for (uint64_t first : {0ULL, 1ULL, 7ULL, 500ULL, 991ULL}) {  // 991 + 9 = n
+    for (size_t count : {size_t{0}, size_t{1}, size_t{3}, size_t{8}, size_t{9}, size_t{7}}) {
+      std::vector<uint64_t> out(count);
+      p.Map(first, count, out.data());
+      EXPECT_EQ(out, std::vector<uint64_t>(whole.begin() + first, whole.begin() + first + count))
+          << "first=" << first << " count=" << count;
+    }
+  }
+}
+
 TEST(PermutationTest, DerivedKeysDifferPerComponent) {
   const uint64_t base = DeriveKey(1, 1, 1, 1);
   EXPECT_NE(base, DeriveKey(2, 1, 1, 1));
