@@ -627,7 +627,7 @@ def _snapshot_stoker(config: Config) -> str | None:
     # The extension finds Arrow's libraries at $ORIGIN/../pyarrow, as in site-packages.
     (snapshot / "pyarrow").symlink_to(pyarrow_dir)
     config.pythonpath[config.pythons["stoker"]] = str(snapshot)
-    extension = next((snapshot / "stoker").glob("_core*"))
+    extension = next((snapshot / "stoker").glob("_core*.so"))
     return datetime.datetime.fromtimestamp(extension.stat().st_mtime).isoformat(timespec="seconds")
 
 

@@ -52,7 +52,8 @@ def build(out_dir: Path) -> Path:
 def _check_rpath(wheel: Path) -> None:
     """The repaired extension still finds pyarrow's libraries beside it in site-packages."""
     with tempfile.TemporaryDirectory() as unpacked, zipfile.ZipFile(wheel) as archive:
-        (name,) = [n for n in archive.namelist() if n.startswith("stoker/_core")]
+        (name,) = [n for n in archive.namelist()
+                   if n.startswith("stoker/_core") and n.endswith(".so")]
         archive.extract(name, unpacked)
         dynamic = subprocess.run(["readelf", "-d", str(Path(unpacked) / name)], check=True,
                                  capture_output=True, text=True).stdout
