@@ -1,10 +1,14 @@
 """Stoker under a real lightning.Trainer (CPU): a checkpoint taken mid-epoch, at an epoch's
 last step or by the default end-of-epoch checkpoint resumes with exactly the batches the
 uninterrupted run trained on (the row ids of every step compared), Lightning's discarded
-iter() uses up no epoch, and `stoker state` finds the loader's state in the checkpoint."""
+iter() uses up no epoch, and `stoker state` finds the loader's state in the checkpoint; the
+same under 2-process DDP (lightning_ddp_job.py), rank 0's checkpoint resuming both ranks."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -98,3 +102,38 @@ def test_stoker_state_finds_the_state_in_a_lightning_checkpoint(uninterrupted) -
     text = _state_cli.show(out / "step-step=19.ckpt", as_json=False)
     assert "epoch            1" in text
     assert f"consumed         7 batches of {BATCH}" in text
+
+
+DDP_JOB = Path(__file__).with_name("lightning_ddp_job.py")
+
+
+def ddp(rows: Path, out: Path, checkpoint: Path | None = None) -> list[dict]:
+    """Runs the 2-process job; each rank's {"world_size", "steps"}."""
+    argv = [sys.executable, str(DDP_JOB), str(rows), str(out)]
+    if checkpoint is not None:
+        argv.append(str(checkpoint))
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    run = checkpoint.stem if checkpoint is not None else "full"
+    return [json.loads((out / f"steps-{run}-rank{r}.json").read_text()) for r in (0, 1)]
+
+
+def test_ddp_ranks_share_the_epoch_and_resume_exactly(rows: Path, tmp_path: Path) -> None:
+    full = ddp(rows, tmp_path)
+    per_rank = STEPS_PER_EPOCH // 2  # 6 steps per epoch on each of the 2 ranks
+    for r in (0, 1):
+        assert full[r]["world_size"] == 2
+        assert len(full[r]["steps"]) == 2 * per_rank
+    # The ranks' rows are disjoint and cover each epoch: the loader took rank and world size
+    # from the trainer.
+    for epoch in range(2):
+        seen = [row for r in (0, 1)
+                for step in full[r]["steps"][epoch * per_rank:(epoch + 1) * per_rank]
+                for row in step]
+        assert sorted(seen) == list(range(ROWS))
+    # Mid-epoch, at the first epoch's last step, mid-second-epoch: rank 0's checkpoint
+    # resumes both ranks at exactly the uninterrupted run's next batches.
+    for at in (3, 6, 9):
+        resumed = ddp(rows, tmp_path, tmp_path / "ckpt" / f"step-step={at}.ckpt")
+        for r in (0, 1):
+            assert resumed[r]["steps"] == full[r]["steps"][at:], (at, r)
