@@ -121,6 +121,7 @@ lint: $(DEPS) lint-threads
 	command -v clang-format >/dev/null || apt-get install -y -qq clang-format
 	clang-format --dry-run --Werror $(CPP_SOURCES)
 	$(VENV)/bin/ruff check python tests benchmarks
+	$(VENV)/bin/mypy
 
 # The engine and its tests built by Clang, whose thread-safety analysis checks the lock
 # annotations (GUARDED_BY, REQUIRES, ...: src/util/thread_annotations.h); any finding fails.

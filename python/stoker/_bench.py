@@ -263,7 +263,7 @@ def format_text(result: dict[str, Any]) -> str:
     ]
     shuffle = f"shuffle (seed {options['seed']})" if options["shuffle"] else "no shuffle"
     columns = ",".join(options["columns"]) if options["columns"] else "all columns"
-    rows = [
+    rows: list[tuple[str, Callable[[dict[str, Any]], str]]] = [
         ("rows", lambda r: f"{r['rows']:,}"),
         ("batches", lambda r: f"{r['batches']:,}"),
         ("rows/s", lambda r: format_count(r["rows_per_s"])),

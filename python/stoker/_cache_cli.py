@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 ENTRY_SUFFIX = ".stkc"
 MAGIC = b"STOKERC1"
@@ -26,7 +27,7 @@ def info(directory: str, *, as_json: bool = False) -> str:
     sizes = [p.stat().st_size for p in entries]
     foreign = [p for p in entries if p.open("rb").read(8) != MAGIC]
     temps = [p for p in (root / "tmp").glob("*") if p.is_file()]
-    result = {
+    result: dict[str, Any] = {
         "dir": str(root),
         "entries": len(entries),
         "bytes": sum(sizes),

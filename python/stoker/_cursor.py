@@ -6,7 +6,6 @@ from __future__ import annotations
 import sys
 import warnings
 import weakref
-from collections.abc import Iterator
 from typing import Any
 
 from stoker import _state
@@ -101,7 +100,7 @@ class EpochLoader:
     _cursor: EpochCursor
     _open: weakref.ref | None = None  # the iterator of the epoch being read, if any
 
-    def _read_epoch(self, progress: Progress) -> Iterator[Any]:
+    def _read_epoch(self, progress: Progress) -> EpochIterator:
         raise NotImplementedError
 
     def _delivered_digest(self) -> str:
@@ -143,7 +142,7 @@ class EpochLoader:
         self._cursor.skip(n_batches)
         self._close_open()
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> LazyEpoch:
         """The next epoch's batches. The epoch is claimed (and reading starts) at the first
         ``next()`` (or ``len()``) of the iterator, not here: frameworks that call ``iter()``
         to check a loader and drop the result (Lightning) neither use up an epoch nor read
@@ -152,7 +151,7 @@ class EpochLoader:
         self._open = weakref.ref(iterator)
         return iterator
 
-    def _start_epoch(self) -> Iterator[Any]:
+    def _start_epoch(self) -> EpochIterator:
         _warn_if_unsharded(self._cursor.world_size)
         return self._read_epoch(self._cursor.start())
 
@@ -198,9 +197,9 @@ class LazyEpoch:
 
     def __init__(self, loader: EpochLoader) -> None:
         self._loader: EpochLoader | None = loader
-        self._epoch: Iterator[Any] | None = None
+        self._epoch: EpochIterator | None = None
 
-    def _started(self) -> Iterator[Any] | None:
+    def _started(self) -> EpochIterator | None:
         if self._loader is not None:
             loader, self._loader = self._loader, None
             self._epoch = loader._start_epoch()

@@ -34,7 +34,8 @@ def check_schema(output: str, schema: pa.Schema) -> None:
     if output != "jax":
         return
     import jax
-    if jax.config.jax_enable_x64:
+    # jax defines its config options as attributes at run time, unknown to its types.
+    if jax.config.jax_enable_x64:  # type: ignore[attr-defined]
         return
     wide = [field.name for field in schema if _is_64_bit(field.type)]
     if wide:

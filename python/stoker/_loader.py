@@ -12,8 +12,8 @@ import queue
 import threading
 import warnings
 import weakref
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -452,8 +452,9 @@ class Loader(_cursor.EpochLoader):
                 f"shuffle={identity['shuffle']}, mode={identity['mode']!r}, "
                 f"output={self._output!r}; position: {where}>")
 
-    def _read_epoch(self, progress: _cursor.Progress) -> Iterator[Any]:
-        stream = self._core.start_epoch(progress.epoch, [tuple(r) for r in progress.rounds])
+    def _read_epoch(self, progress: _cursor.Progress) -> _cursor.EpochIterator:
+        stream = self._core.start_epoch(  # each round is a [world_size, rows] pair
+            progress.epoch, cast("list[tuple[int, int]]", [tuple(r) for r in progress.rounds]))
         on_close = None if self._trace is None else lambda: self.write_trace(self._trace)
         return _EpochIterator(stream, self._output, progress, self._batch_transform,
                               self._transformed_ahead, on_close, self._device,
@@ -525,7 +526,8 @@ class Loader(_cursor.EpochLoader):
 
 # Loader.__new__ hands a Mixture to MixtureLoader; what inspect.signature(stoker.Loader) shows
 # (and help(), IDEs, the defaults test) stays __init__'s keyword options.
-Loader.__signature__ = inspect.signature(Loader.__init__).replace(
+# (typeshed declares no __signature__ on classes, which inspect reads all the same.)
+Loader.__signature__ = inspect.signature(Loader.__init__).replace(  # type: ignore[attr-defined]
     parameters=list(inspect.signature(Loader.__init__).parameters.values())[1:])
 
 

@@ -1,3 +1,4 @@
+# mypy: allow-redefinition-new, local-partial-types
 """A weighted mixture of datasets: ``stoker.Source`` (one dataset with its own columns,
 renames, filter and transforms, and its weight or repeat) and ``stoker.Mixture`` (the sources
 and the policy that sizes an epoch). ``stoker.Loader(Mixture(...), ...)`` reads it
@@ -8,7 +9,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import pyarrow.compute as pc
 
@@ -129,7 +130,8 @@ class Mixture:
     def source_rows(self, passes: list[int], batch_size: int, seed: int) -> list[int]:
         """Rows each source fills per epoch, given the rows of one pass of each (``repeat``
         times its rows, rounded): the epoch-size policy. Errors name the source."""
-        weights = [s.weight for s in self.sources] if self.weighted else passes
+        # Weighted: no source's weight is None.
+        weights = cast("list[float]", [s.weight for s in self.sources] if self.weighted else passes)
         if self.stratified:
             share = _core.apportion(batch_size, weights, seed)
             for source, rows in zip(self.sources, share):

@@ -10,8 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pyarrow as pa
 
@@ -142,9 +141,10 @@ class MixtureLoader(_cursor.EpochLoader):
         rows = self._plan.epoch_rows // self._world_size
         return _state.batches_of(rows, self._batch_size, self._drop_last)
 
-    def _read_epoch(self, progress: _cursor.Progress) -> Iterator[Any]:
+    def _read_epoch(self, progress: _cursor.Progress) -> _cursor.EpochIterator:
         segments = _core.rank_segments(self._plan.epoch_rows,
-                                       [tuple(r) for r in progress.rounds],
+                                       cast("list[tuple[int, int]]",  # [world_size, rows]
+                                            [tuple(r) for r in progress.rounds]),
                                        self._world_size, self._rank)
         epoch = self._reader.start_epoch(progress.epoch, segments)
         return _loader._EpochIterator(epoch, self._output, progress, None, 0)

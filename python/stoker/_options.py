@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Callable
 from typing import Any
 
 import pyarrow as pa
@@ -109,7 +110,7 @@ def partitioning(value: Any) -> Any:
 
 # Loader arguments that need converting before the engine takes them; the others go as they
 # are, into the LoaderOptions field of the same name.
-_CONVERT = {
+_CONVERT: dict[str, Callable[[Any], Any]] = {
     "columns": _columns,
     "shuffle": bool,
     "drop_last": bool,

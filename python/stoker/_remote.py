@@ -14,13 +14,29 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 from pyarrow import flight
 
 from stoker import _core, _cursor, _frameworks, _state
+
+if TYPE_CHECKING:
+    from typing import TypedDict, Unpack
+
+    class _TicketShare(TypedDict, total=False):
+        """The keywords naming a share of a stream (_core.encode_ticket's)."""
+        shards: int
+        shard: int
+        chunk: int
+        first: int
+
+    class _Connection(TypedDict):
+        """How RemoteLoader reaches its servers (_Servers' keywords)."""
+        token: str | None
+        tls_root_certs: bytes | None
+        reconnect_timeout: float
 
 # FlightTimedOutError also comes from a server that released a stream its client left idle
 # longer than its stream_idle_timeout_s: reopening it from the batch needed continues the epoch.
@@ -73,7 +89,7 @@ class _Servers:
         self.chunk = int(self.config["chunk"])
         self.reconnect_timeout = reconnect_timeout
 
-    def ticket(self, stream: dict[str, Any], **share: int) -> bytes:
+    def ticket(self, stream: dict[str, Any], **share: Unpack[_TicketShare]) -> bytes:
         """The ticket for `stream` (epoch, rank, world_size, rounds), or a share of it."""
         return ticket(self.config["config"], **stream, **share)
 
@@ -221,9 +237,11 @@ class RemoteLoader(_cursor.EpochLoader):
         _core.validate_rank(rank, world_size)
         if isinstance(tls_root_certs, str):
             tls_root_certs = tls_root_certs.encode()
-        self._connection = {"token": token, "tls_root_certs": tls_root_certs,
-                            "reconnect_timeout": reconnect_timeout}
-        self._locations = None if self._fleet is not None else list(servers)
+        self._connection: _Connection = {"token": token, "tls_root_certs": tls_root_certs,
+                                         "reconnect_timeout": reconnect_timeout}
+        # Not a fleet: servers is the locations (mypy cannot tell from the hasattr above).
+        self._locations = None if self._fleet is not None else list(
+            cast("Sequence[str]", servers))
         self._servers = _Servers(self._resolve(), **self._connection)
         _check_served_options(self._servers, {
             "batch_size": batch_size, "seed": seed, "shuffle": shuffle,
@@ -245,7 +263,7 @@ class RemoteLoader(_cursor.EpochLoader):
     def _resolve(self) -> list[str]:
         """The servers' locations now: the fixed ones, or the fleet's current addresses."""
         if self._fleet is None:
-            return self._locations
+            return cast("list[str]", self._locations)  # set whenever there is no fleet
         try:
             return self._fleet.addresses(timeout=self._connection["reconnect_timeout"])
         except TimeoutError as error:
@@ -274,7 +292,7 @@ class RemoteLoader(_cursor.EpochLoader):
             return batch
         return _core.to_tensors(batch, self._output, self._ragged)
 
-    def _read_epoch(self, progress: _cursor.Progress) -> Iterator[Any]:
+    def _read_epoch(self, progress: _cursor.Progress) -> _cursor.EpochIterator:
         on_close = None if self._trace_path is None else lambda: self.write_trace(
             self._trace_path)
         return _RemoteEpoch(self._connect, self._stream(progress.epoch, progress.rounds),

@@ -304,7 +304,7 @@ class IcebergTable(Table):
         arrow_schema = schema.as_arrow()
         specs = table.specs()
         # Columns with an identity field in every file's spec: their values are exact.
-        columns: list[tuple[str, pa.DataType]] = []
+        columns: list[tuple[str, int, pa.DataType]] = []
         for field_ in schema.fields:
             arrow_type = arrow_schema.field(field_.name).type
             if not _prunable(arrow_type):

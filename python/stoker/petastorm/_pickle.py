@@ -28,8 +28,9 @@ _ALLOWED: dict[tuple[str, str], Any] = {
     # Protocols 0 and 1 rebuild objects through copyreg._reconstructor(cls, base, state);
     # cls and base come through find_class too, so only allowed classes are built.
     # (Python 2 spelled the modules copy_reg and __builtin__.)
-    ("copyreg", "_reconstructor"): copyreg._reconstructor,
-    ("copy_reg", "_reconstructor"): copyreg._reconstructor,
+    # (copyreg._reconstructor is private: typeshed leaves it out.)
+    ("copyreg", "_reconstructor"): copyreg._reconstructor,  # type: ignore[attr-defined]
+    ("copy_reg", "_reconstructor"): copyreg._reconstructor,  # type: ignore[attr-defined]
     ("builtins", "object"): object,
     ("__builtin__", "object"): object,
     ("builtins", "tuple"): tuple,

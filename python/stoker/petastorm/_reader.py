@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any, Self
 
 import pyarrow as pa
@@ -99,7 +99,7 @@ class Reader:
         self.num_epochs = num_epochs
         self._row_filter, self._transform = row_filter, transform
         self._epochs_started = 0
-        self._items: Iterator[Any] | None = None
+        self._items: Generator[Any, None, None] | None = None
         self.last_row_consumed = False
         self.stopped = False
 
@@ -120,7 +120,7 @@ class Reader:
             self.last_row_consumed = True
             raise
 
-    def _generate(self) -> Iterator[Any]:
+    def _generate(self) -> Generator[Any, None, None]:
         while not self.stopped and (self.num_epochs is None
                                     or self._epochs_started < self.num_epochs):
             self._epochs_started += 1
@@ -276,6 +276,7 @@ def _schema_from_arrow(source: str, storage_options: Any) -> Unischema:
 
     probe = stoker.Loader(source, batch_size=1, output="arrow", storage_options=storage_options)
     fields = []
+    shape: tuple[None, ...]  # () for a scalar, (None,) for a list
     for field in probe.schema:
         kind, shape = field.type, ()
         if pa.types.is_list(kind) or pa.types.is_large_list(kind):

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections import OrderedDict, namedtuple
 from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -29,7 +29,9 @@ class UnischemaField(NamedTuple):
         return (self.name, self.numpy_dtype, self.shape, self.nullable)
 
     def __eq__(self, other: object) -> bool:
-        return isinstance(other, tuple) and self._key() == UnischemaField._key(other)
+        # mypy: a plain tuple (not a field) raises AttributeError here instead of giving False.
+        return isinstance(other, tuple) \
+            and self._key() == UnischemaField._key(other)  # type: ignore[arg-type]
 
     def __ne__(self, other: object) -> bool:
         return not self.__eq__(other)
@@ -59,7 +61,8 @@ class Unischema:
     def create_schema_view(self, fields: Sequence[Any]) -> Unischema:
         """A schema of the given fields (UnischemaFields or regular expressions on names)."""
         patterns = [f for f in fields if isinstance(f, str)]
-        exact = [f.name for f in fields if isinstance(f, tuple)]
+        # mypy: a plain tuple (not a field) raises AttributeError here, not the ValueError below.
+        exact = [f.name for f in fields if isinstance(f, tuple)]  # type: ignore[attr-defined]
         if len(patterns) + len(exact) != len(fields):
             raise ValueError("fields must be field names (regular expressions) or "
                              "UnischemaFields")
@@ -142,7 +145,8 @@ class ScalarCodec:
         self._spark_type = spark_type
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other._spark_type == self._spark_type
+        return type(other) is type(self) \
+            and cast(ScalarCodec, other)._spark_type == self._spark_type
 
     def __hash__(self) -> int:
         return hash(repr(self._spark_type))

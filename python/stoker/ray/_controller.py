@@ -30,7 +30,8 @@ class FleetController:
         started = [self._server_class.remote(*self._args)
                    for _ in range(num_servers - len(self._servers))]
         self._servers.extend(started)
-        ray.get([server.location.remote() for server in started])
+        # Ray's types see an actor method as the plain method, without its .remote.
+        ray.get([server.location.remote() for server in started])  # type: ignore[attr-defined]
 
     def addresses(self, timeout: float | None) -> list[str]:
         """The servers' locations in share order; a server Ray is restarting is waited for."""

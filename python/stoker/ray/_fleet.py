@@ -86,7 +86,8 @@ class Fleet:
         try:
             fleet.addresses()  # raises what made a server fail to start
         except BaseException:
-            ray.kill(controller)
+            # Ray's types make .options(...).remote() an ActorHandle or the class itself.
+            ray.kill(controller)  # type: ignore[arg-type]
             raise
         return fleet
 
