@@ -101,8 +101,8 @@ symbols() {
 }
 
 # repro VENV: one Loader over a small dataset, its config() (where the crash was) and a batch,
-# with torch imported first as on the machine where it crashed; under a debugger when one is
-# there (gdb, else cuda-gdb), else with Python's faulthandler.
+# with torch imported first as on the machine where it crashed, under Python's faulthandler;
+# when it fails, again under a debugger when one is there (gdb, else cuda-gdb) for a backtrace.
 repro() {
   local py=$1/bin/python script
   script="import torch, json, stoker; l = stoker.Loader('$work/small', batch_size=1000, output='torch'); print(json.loads(l._core.config())['batch_size'], next(iter(l))['label'].shape)"
@@ -111,7 +111,7 @@ repro() {
   local status=$?
   local debugger
   debugger=$(command -v gdb || command -v cuda-gdb || true)
-  if [[ -n "$debugger" ]]; then
+  if ((status != 0)) && [[ -n "$debugger" ]]; then
     echo "## $debugger"
     # at most a minute: a debugger reads the symbols of every library torch loads
     timeout 60 "$debugger" -q -batch -ex run -ex bt --args "$py" -c "$script" 2>&1 | tail -60
@@ -139,7 +139,7 @@ step venv 120 "$(declare -f make_venv); make_venv $venv && $py -c 'import pyarro
 # The extension and the C++ benchmarks build at the same time: neither waits for the other.
 cpp_build=build/device-cpp
 step build 360 "
-  ($py -m pip install -q --no-build-isolation --no-deps . >$work/build-ext.log 2>&1; echo \$? >$work/build-ext.rc) &
+  ($py -m pip install -q --no-build-isolation --no-deps --config-settings=cmake.define.STOKER_LINK_STDCXX_FIRST=ON . >$work/build-ext.log 2>&1; echo \$? >$work/build-ext.rc) &
   (cmake -S . -B $cpp_build -G Ninja -DPython_EXECUTABLE=$py -DSTOKER_BUILD_PYTHON=OFF \
      -DSTOKER_BUILD_TESTS=OFF -DSTOKER_BUILD_EXAMPLES=OFF -DSTOKER_BUILD_BENCHMARKS=ON >$work/build-cpp.log 2>&1 &&
    cmake --build $cpp_build --target scaling_benchmark >>$work/build-cpp.log 2>&1; echo \$? >$work/build-cpp.rc) &
@@ -147,6 +147,15 @@ step build 360 "
   echo extension: exit \$(cat $work/build-ext.rc); tail -30 $work/build-ext.log
   echo scaling_benchmark: exit \$(cat $work/build-cpp.rc); tail -30 $work/build-cpp.log
   [[ \$(cat $work/build-ext.rc) == 0 && \$(cat $work/build-cpp.rc) == 0 ]]"
+
+# The same tree linked the old way (libstdc++ after pyarrow's libraries): does the crash come
+# back with that one change? Built by the same interpreter in the same build folder, so only the
+# link runs again (the main build passed ON explicitly: the cache's OFF cannot leak into it),
+# and installed into a venv of its own.
+oldlink=$work/venv-oldlink
+step oldlink-build 180 "$(declare -f make_venv); make_venv $oldlink &&
+  $py -m pip wheel -q --no-build-isolation --no-deps -w $work/oldlink-wheel --config-settings=cmake.define.STOKER_LINK_STDCXX_FIRST=OFF . &&
+  $oldlink/bin/python -m pip install -q --no-index --no-deps $work/oldlink-wheel/*.whl"
 
 # The criteo data (one core; minutes) is written while the steps before the scaling run.
 (
@@ -159,6 +168,9 @@ step small-data 60 "$venv/bin/stoker gen $work/small --preset criteo --rows 5000
 step symbols 30 "symbols $venv >$out/symbols.txt; status=\$?; cat $out/symbols.txt; exit \$status"
 step repro 120 "repro $venv"
 step ld-bindings 90 "ld_bindings $venv >$out/ld_bindings.txt; wc -l $out/ld_bindings.txt; head -40 $out/ld_bindings.txt"
+step oldlink-symbols 30 "symbols $oldlink"
+step oldlink-repro 120 "repro $oldlink"
+step oldlink-ld-bindings 90 "ld_bindings $oldlink | head -60"
 step linkage-test 60 "$py -m pytest -q -p no:cacheprovider tests/python/test_linkage.py"
 
 if [[ "$no_gpu" != 1 ]]; then
@@ -174,15 +186,6 @@ if [[ "$no_gpu" != 1 ]]; then
 else
   step gpu-utilization-cpu 120 "$py benchmarks/gpu_utilization.py --data $work/criteo --device cpu --steps 3 --workers 1 --json $work/gpu_utilization.json"
 fi
-
-# The same tree linked the old way (libstdc++ after pyarrow's libraries), in a venv and a build
-# folder of their own (a CMake cache keeps options: the main build folder must not inherit
-# this one): does the crash come back with that one change?
-oldlink=$work/venv-oldlink
-step oldlink-build 180 "$(declare -f make_venv); make_venv $oldlink && $oldlink/bin/python -m pip install -q --no-build-isolation --no-deps --config-settings=cmake.define.STOKER_LINK_STDCXX_FIRST=OFF --config-settings=build-dir=build/device-oldlink ."
-step oldlink-symbols 30 "symbols $oldlink"
-step oldlink-repro 120 "repro $oldlink"
-step oldlink-ld-bindings 90 "ld_bindings $oldlink | head -60"
 
 # The reference build: the same symbol report and reproducer on an older tree.
 if [[ -n "$ref" ]]; then
