@@ -25,8 +25,12 @@
 #   DEVICE_CHECK_REF=COMMIT also builds COMMIT (a git worktree: the carried tree needs .git) or
 #             a tree in a .tar/.tar.gz (`git archive COMMIT | gzip`), and runs the symbol report
 #             and the reproducer on it too: the crash before a fix. Adds a build (minutes).
+#   DEVICE_CHECK_ONLY=REGEX only the steps whose names match (bash regex; the others are
+#             recorded as skipped), e.g. 'machine|toolchain|venv|build|data|symbols|repro|cuda'.
 #   DEVICE_CHECK_ROWS       rows of the criteo data for the scaling and training steps
 #             (default 4,000,000).
+#   DEVICE_CHECK_TRANSFER_ROWS  embedding rows of cuda_transfer.py (default 1,000,000);
+#   DEVICE_CHECK_GPU_STEPS      timed steps of gpu_utilization.py (default 1,000).
 set -uo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,6 +39,8 @@ out=$(realpath -m "${OUT:-$root/device-out}")
 wheels=$(realpath -m "${WHEELS:-$root/device-wheels}")
 budget=${DEVICE_CHECK_BUDGET_S:-480}
 rows=${DEVICE_CHECK_ROWS:-4000000}
+transfer_rows=${DEVICE_CHECK_TRANSFER_ROWS:-1000000}
+gpu_steps=${DEVICE_CHECK_GPU_STEPS:-1000}
 no_gpu=${DEVICE_CHECK_NO_GPU:-0}
 ref=${DEVICE_CHECK_REF:-}
 work=$(mktemp -d /tmp/stoker-device-check.XXXX)  # venvs, data, build logs: not brought back
@@ -52,6 +58,10 @@ printf 'step\tstatus\tseconds\n' >"$summary"
 # 124: timed out; 128+N: killed by signal N (139: SIGSEGV).
 step() {
   local name=$1 cap=$2 cmd=$3 left=$((deadline - SECONDS))
+  if [[ -n "${DEVICE_CHECK_ONLY:-}" && ! "$name" =~ ${DEVICE_CHECK_ONLY} ]]; then
+    printf '%s\tskipped: not in DEVICE_CHECK_ONLY\t0\n' "$name" >>"$summary"
+    return 0
+  fi
   if ((left < 10)); then
     printf '%s\tskipped: out of time\t0\n' "$name" >>"$summary"
     return 1
@@ -134,6 +144,8 @@ py=$venv/bin/python
 export PATH=$venv/bin:$PATH
 
 step machine 30 "lscpu; nvidia-smi; uname -a; g++ --version; python3 --version; cat /etc/os-release; python3 -c 'import torch; print(\"torch\", torch.__version__, torch.version.cuda)'; cmake --version; ls -d .git 2>&1"
+# Where the compiler finds libstdc++: a missing libstdc++.so makes -lstdc++ take the archive.
+step toolchain 20 "for f in libstdc++.so libstdc++.a libstdc++.so.6; do echo \"\$f: \$(g++ -print-file-name=\$f)\"; ls -lL \"\$(g++ -print-file-name=\$f)\" 2>&1; done; ls -l /usr/lib/gcc/x86_64-linux-gnu/*/ | grep -i stdc; dpkg -l | grep -E 'libstdc|g\+\+' ; env | grep -E 'FLAGS|^CC|^CXX' || true"
 step venv 120 "$(declare -f make_venv); make_venv $venv && $py -c 'import pyarrow, numpy; print(pyarrow.__version__, numpy.__version__)'"
 
 # The extension and the C++ benchmarks build at the same time: neither waits for the other.
@@ -176,13 +188,15 @@ step linkage-test 60 "$py -m pytest -q -p no:cacheprovider tests/python/test_lin
 if [[ "$no_gpu" != 1 ]]; then
   step test-cuda 150 "$py -m pytest -q -p no:cacheprovider --timeout=120 tests/python/test_cuda.py"
   step pinned-copy 60 "$py benchmarks/pinned_copy.py --json $work/pinned_copy.json"
-  step cuda-transfer 120 "$py benchmarks/cuda_transfer.py --rows 200000 --json $work/cuda_transfer.json"
+  # batches of ~34 MB: a pageable copy outgrows the driver's staging buffer and blocks the host
+  step pinned-copy-large 60 "$py benchmarks/pinned_copy.py --batch-size 65536 --json $work/pinned_copy_large.json"
+  step cuda-transfer 120 "$py benchmarks/cuda_transfer.py --rows $transfer_rows --json $work/cuda_transfer.json"
 fi
 wait "$gen_pid"
 cat "$work/criteo-data.log" >>"$log"
 step scaling 180 "$cpp_build/benchmarks/cpp/scaling_benchmark $work/criteo --max-threads $jobs --epochs 3 --arrow --json $work/scaling.jsonl"
 if [[ "$no_gpu" != 1 ]]; then
-  step gpu-utilization 150 "$py benchmarks/gpu_utilization.py --data $work/criteo --steps 300 --workers 4 --json $work/gpu_utilization.json"
+  step gpu-utilization 150 "$py benchmarks/gpu_utilization.py --data $work/criteo --steps $gpu_steps --workers 4 --json $work/gpu_utilization.json"
 else
   step gpu-utilization-cpu 120 "$py benchmarks/gpu_utilization.py --data $work/criteo --device cpu --steps 3 --workers 1 --json $work/gpu_utilization.json"
 fi
@@ -213,7 +227,7 @@ fi
 "$py" - "$work" "$out/results.json" <<'EOF' >>"$log" 2>&1
 import json, pathlib, sys
 work, results = pathlib.Path(sys.argv[1]), {}
-for name in ("pinned_copy", "cuda_transfer", "gpu_utilization"):
+for name in ("pinned_copy", "pinned_copy_large", "cuda_transfer", "gpu_utilization"):
     path = work / f"{name}.json"
     if path.exists():
         results[name] = json.loads(path.read_text())

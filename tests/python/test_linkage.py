@@ -1,14 +1,21 @@
 """How Stoker's shared objects bind the C++ standard library.
 
-The pyarrow wheel's libraries (built on manylinux_2_28, whose system libstdc++ is GCC 8's) carry
-static copies of the libstdc++ functions GCC 8 lacks — string streams' C++20 members, among
-others — and export them, unversioned, with default visibility. A module that links those
-libraries before libstdc++ binds its own calls of such functions to pyarrow's copies: one
-string stream then runs code from two different builds of the library. The invariant checked
-here, for every shared object Stoker installs: each C++ runtime symbol it imports carries a
-libstdc++/libgcc version (the linker took it from libstdc++), and libstdc++ precedes every
-pyarrow library in its DT_NEEDED list (so the loader, too, finds libstdc++'s copy first).
-docs/architecture.md, "Building on the pyarrow wheel", says why.
+Two ways one process ends up running two builds of libstdc++, both seen:
+
+- The pyarrow wheel's libraries (built on manylinux_2_28, whose system libstdc++ is GCC 8's)
+  carry static copies of the libstdc++ functions GCC 8 lacks — string streams' C++20 members,
+  among others — and export them, unversioned, with default visibility. A module that links
+  those libraries before libstdc++ binds its own calls of such functions to pyarrow's copies.
+- A toolchain whose `-lstdc++` finds only the static archive (Ubuntu 24.04's g++ 13 on the GPU
+  host) links a copy of the C++ runtime into the extension, which then exported it: pyarrow's
+  libraries bound their string streams to the extension's copy, and every Loader crashed in
+  the first `std::ostringstream` (docs/architecture.md, "Building on the pyarrow wheel").
+
+The invariant checked here, for every shared object Stoker installs: it lists libstdc++.so.6
+among its needed libraries, ahead of every pyarrow library; each C++ runtime symbol it imports
+carries a libstdc++/libgcc version (the linker took it from libstdc++); and a Python extension
+exports its PyInit_ function and nothing else (no code of its can interpose on the libraries
+loaded beside it).
 """
 
 from __future__ import annotations
@@ -59,11 +66,32 @@ def needed(path: Path) -> list[str]:
     return re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", _readelf(path, "-d"))
 
 
+def exported_symbols(path: Path) -> list[str]:
+    """The functions and objects `path` defines with default visibility in its dynamic symbol
+    table: what other libraries in the process can bind to."""
+    names = []
+    for line in _readelf(path, "--dyn-syms").splitlines():
+        fields = line.split()
+        if (len(fields) >= 8 and fields[6] != "UND" and fields[3] in ("FUNC", "OBJECT")
+                and fields[4] in ("GLOBAL", "WEAK", "UNIQUE") and fields[5] == "DEFAULT"):
+            names.append(fields[7].partition("@")[0])
+    return names
+
+
 def linkage_problems(path: Path) -> list[str]:
-    """What breaks the invariant in `path`: unversioned runtime imports, and pyarrow libraries
-    listed before libstdc++."""
+    """What breaks the invariant in `path`: unversioned runtime imports, libstdc++ missing
+    from or listed after pyarrow's libraries, and an extension exporting more than its
+    PyInit_ function."""
     problems = [f"imports {name} without a libstdc++ version (binds to whichever library "
                 f"the loader finds first)" for name in unbound_runtime_imports(path)]
+    exported = exported_symbols(path)
+    init = [name for name in exported if name.startswith("PyInit_")]
+    if init:
+        extra = sorted(set(exported) - set(init))
+        if extra:
+            runtime = [name for name in extra if _RUNTIME.match(name)]
+            problems.append(f"exports {len(extra)} symbols besides {init[0]} "
+                            f"({len(runtime)} of the C++ runtime), e.g. {extra[:3]}")
     libs = needed(path)
     arrow = [i for i, lib in enumerate(libs) if _PYARROW_LIB.match(lib)]
     if arrow:
@@ -105,26 +133,65 @@ extern "C" int probe(long value) {
 """
 
 
+def _build_probe(tmp_path: Path, name: str, *link: str, source: str = _PROBE) -> Path:
+    """`source` as a module linking pyarrow's libarrow_compute (as the engine does), with
+    `link` before it on the link line."""
+    code = tmp_path / f"{name}.cc"
+    code.write_text(source)
+    compute = next(Path(pyarrow.__file__).parent.glob("libarrow_compute.so.*"))
+    out = tmp_path / name
+    # -O0: the streams' members are called, not inlined, as at the engine's call sites.
+    subprocess.run(["g++", "-std=c++20", "-O0", "-fPIC", "-shared", "-o", str(out), *link,
+                    str(code), str(compute)], check=True, capture_output=True, text=True)
+    return out
+
+
+# How the engine links its extension: libstdc++.so.6 first, by name (src/CMakeLists.txt), and
+# a version script that exports the entry point alone (src/python/exports.map).
+_ENGINE_LINK = ("-Wl,--push-state,--no-as-needed", "-l:libstdc++.so.6", "-Wl,--pop-state")
+
+
 @needs_binutils
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_the_check_catches_a_module_linked_before_libstdcxx(tmp_path: Path) -> None:
     """The check can fail: a module that uses string streams and links pyarrow's
     libarrow_compute ahead of libstdc++ (the order Stoker's extension had) is caught; the
     same module linked the way the engine links (libstdc++ first) passes."""
-    source = tmp_path / "probe.cc"
-    source.write_text(_PROBE)
-    compute = next(Path(pyarrow.__file__).parent.glob("libarrow_compute.so.*"))
-
-    def build(name: str, *link: str) -> Path:
-        # -O0: the streams' members are called, not inlined, as at the engine's call sites.
-        out = tmp_path / name
-        subprocess.run(["g++", "-std=c++20", "-O0", "-fPIC", "-shared", "-o", str(out),
-                        *link, str(source), str(compute)], check=True)
-        return out
-
-    bad = build("bad.so")
-    good = build("good.so", "-Wl,--push-state,--no-as-needed", "-lstdc++", "-Wl,--pop-state")
+    bad = _build_probe(tmp_path, "bad.so")
+    good = _build_probe(tmp_path, "good.so", *_ENGINE_LINK)
     assert any("without a libstdc++ version" in p for p in linkage_problems(bad)), \
         linkage_problems(bad)
     assert any("before libstdc++" in p for p in linkage_problems(bad))
     assert linkage_problems(good) == []
+
+
+_PROBE_MODULE = _PROBE + '''
+extern "C" void* PyInit_probe() { return nullptr; }
+'''
+
+
+@needs_binutils
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_the_check_catches_an_extension_carrying_its_own_cxx_runtime(tmp_path: Path) -> None:
+    """The check can fail the way the GPU host's build did: a module that takes libstdc++ from
+    the static archive (there because g++ 13 found no libstdc++.so; here -static-libstdc++ does
+    the same) has no libstdc++.so.6 to need and exports the runtime it carries; linked the way
+    the engine links, with the engine's version script, it passes."""
+    archive = subprocess.run(["g++", "-print-file-name=libstdc++.a"], check=True,
+                             capture_output=True,
+                             text=True).stdout.strip()
+    if not Path(archive).is_file():
+        pytest.skip("this g++ has no static libstdc++ to link")
+
+    def build(name: str, *link: str) -> Path:
+        return _build_probe(tmp_path, name, *link, source=_PROBE_MODULE)
+
+    static = linkage_problems(build("static.so", "-static-libstdc++"))
+    assert any("does not list libstdc++.so.6" in p for p in static), static
+    assert any("of the C++ runtime" in p for p in static), static
+    exports = Path(__file__).resolve().parents[2] / "src" / "python" / "exports.map"
+    script = tmp_path / "exports.map"
+    script.write_text(exports.read_text().replace("PyInit__core", "PyInit_probe"))
+    good = build("good.so", *_ENGINE_LINK, f"-Wl,--version-script={script}")
+    assert linkage_problems(good) == []
+    assert exported_symbols(good) == ["PyInit_probe"]
