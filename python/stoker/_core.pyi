@@ -684,3 +684,13 @@ def rank_segments(total_rows: int, resumed: Sequence[tuple[int, int]], world_siz
     """
     This rank's [begin, end) ranges of an epoch of `total_rows` positions after the `resumed` (world_size, rows per rank) rounds: the elastic rule of the epoch plan.
     """
+
+def rows_left(total_rows: int, resumed: Sequence[tuple[int, int]], world_size: int) -> int:
+    """
+    Rows each of `world_size` ranks has left of an epoch of `total_rows` rows after the `resumed` (world_size, rows per rank) rounds (mode="train": equal shares).
+    """
+
+def batches_per_rank(rows: int, batch_size: int, drop_last: bool) -> int:
+    """
+    Batches `rows` rows make at `batch_size` (the last one short unless `drop_last`).
+    """

@@ -7,6 +7,8 @@ import hashlib
 import warnings
 from typing import Any
 
+from stoker import _core
+
 STATE_VERSION = 1
 
 
@@ -71,18 +73,13 @@ def past_epoch_end(epoch: int, rounds: list[list[int]], identity: dict[str, Any]
 
 def rows_left(total_rows: int, rounds: list[list[int]], world_size: int) -> int:
     """Rows each of `world_size` ranks has left of an epoch of `total_rows` rows after the
-    stretches `rounds` (the elastic rule; the plan's RankSegments computes the same slices).
-    O(len(rounds)): no data and no plan needed."""
-    remaining = total_rows
-    for round_world_size, rows in rounds:
-        consumed = min(rows, remaining // round_world_size)
-        remaining -= round_world_size * consumed
-    return remaining // world_size
+    stretches `rounds`: the epoch plan's elastic rule, asked of the engine (no data needed)."""
+    return _core.rows_left(total_rows, [(int(n), int(r)) for n, r in rounds], world_size)
 
 
 def batches_of(rows: int, batch_size: int, drop_last: bool) -> int:
-    """Batches `rows` rows make (the plan's BatchesPerRank)."""
-    return rows // batch_size if drop_last else -(-rows // batch_size)
+    """Batches `rows` rows make: the plan's BatchesPerRank."""
+    return _core.batches_per_rank(rows, batch_size, drop_last)
 
 
 def options_digest(state: dict[str, Any]) -> str:

@@ -106,7 +106,7 @@ void BindTransformOps(nb::module_& m);  // transform_ops.cc: transform_ops
 void BindFaultProbe(nb::module_& m);    // fault_probe.cc: FaultProbe
 void BindTrace(nb::module_& m);         // trace.cc: TraceRing
 void BindIndex(nb::module_& m);         // index.cc: write_index
-void BindMixture(nb::module_& m);       // mixture.cc: MixturePlan, MixtureReader, apportion,
-                                        // rank_segments
+void BindMixture(nb::module_& m);       // mixture.cc: MixturePlan, MixtureReader, apportion
+void BindPlan(nb::module_& m);          // plan.cc: rank_segments, rows_left, batches_per_rank
 
 }  // namespace stoker::python

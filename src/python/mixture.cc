@@ -1,8 +1,7 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 //
-// The pure functions of a mixture (mixture/mixture_plan.h) and the epoch's rank segments, for
-// stoker._mixture_loader: which source fills each position, and where a rank reads; and the
-// MixtureReader that starts a mixture's epochs.
+// The pure functions of a mixture (mixture/mixture_plan.h), for stoker._mixture_loader: which
+// source fills each position; and the MixtureReader that starts a mixture's epochs.
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
@@ -133,29 +132,6 @@ void BindMixture(nb::module_& m) {
       "ordered by `tie_key`.");
   m.def("mixture_source_seed", &MixtureSourceSeed, nb::arg("seed"), nb::arg("source"),
         "The seed of source `source`'s own plan in a mixture seeded `seed`.");
-  m.def(
-      "rank_segments",
-      [](int64_t total_rows, const std::vector<std::pair<int, int64_t>>& resumed, int world_size,
-         int rank) {
-        // A one-unit plan of the epoch's positions: the plan's own checks of the rounds
-        // (limits against an untrusted state) and its own elastic rule.
-        PlanConfig config;
-        config.shuffle = false;
-        config.window_rows = total_rows;
-        config.world_size = world_size;
-        config.rank = rank;
-        for (const auto& [round_world_size, rows] : resumed) {
-          config.resumed.push_back({round_world_size, rows});
-        }
-        std::vector<std::pair<int64_t, int64_t>> out;
-        if (total_rows == 0) return out;
-        const EpochPlan plan = ValueOrThrow(EpochPlan::Make({total_rows}, config));
-        for (const Segment& s : plan.segments()) out.emplace_back(s.begin, s.end);
-        return out;
-      },
-      nb::arg("total_rows"), nb::arg("resumed"), nb::arg("world_size"), nb::arg("rank"),
-      "This rank's [begin, end) ranges of an epoch of `total_rows` positions after the "
-      "`resumed` (world_size, rows per rank) rounds: the elastic rule of the epoch plan.");
 }
 
 }  // namespace stoker::python

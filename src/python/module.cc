@@ -52,4 +52,5 @@ NB_MODULE(_core, m) {
   py::BindTrace(m);
   py::BindIndex(m);
   py::BindMixture(m);
+  py::BindPlan(m);
 }

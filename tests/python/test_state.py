@@ -170,3 +170,25 @@ def test_stoker_state_refuses_code_and_unknown_files(criteo: Path, tmp_path: Pat
     assert result.returncode == 1 and "holds no Loader.state_dict()" in result.stderr
     result = run_cli(str(tmp_path / "missing.json"))
     assert result.returncode == 1 and "missing.json" in result.stderr
+
+
+def test_the_elastic_rule_has_one_source() -> None:
+    """The resume state's counts come from the engine's plan: rows left per rank after rounds
+    at other world sizes (4 ranks took 1,000 rows each of 10,003, then 3 ranks 500 each: 4,503
+    left, 2,251 each for 2 ranks), the same rows a rank's own segments hold, and batches by
+    the plan's rule; a bad round or batch size is a clear error, not a wrong count."""
+    from stoker import _core, _state
+
+    rounds = [[4, 1000], [3, 500]]
+    assert _state.rows_left(10_003, rounds, 2) == (10_003 - 4000 - 1500) // 2 == 2251
+    for rank in range(2):
+        segments = _core.rank_segments(10_003, [tuple(r) for r in rounds], 2, rank)
+        assert sum(end - begin for begin, end in segments) == 2251
+    assert _state.rows_left(10_003, [], 3) == 3334
+    assert _state.rows_left(0, [], 3) == 0
+    assert _state.batches_of(2251, 700, drop_last=False) == 4
+    assert _state.batches_of(2251, 700, drop_last=True) == 3
+    with pytest.raises(ValueError, match="batch_size"):
+        _state.batches_of(10, 0, drop_last=False)
+    with pytest.raises(ValueError, match="world"):
+        _state.rows_left(10_003, [[0, 5]], 2)
