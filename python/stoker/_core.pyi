@@ -136,12 +136,6 @@ class TransformOp:
 
     def __repr__(self) -> str: ...
 
-    @staticmethod
-    def from_dict(spec: dict) -> TransformOp:
-        """
-        The op a normalized spec dict describes ({'op': 'clip', 'columns': [...], 'min': ..., ...}); keys left out keep the defaults.
-        """
-
 class StorageOptions:
     """How to reach object storage (storage_options.h)."""
 
@@ -693,4 +687,9 @@ def rows_left(total_rows: int, resumed: Sequence[tuple[int, int]], world_size: i
 def batches_per_rank(rows: int, batch_size: int, drop_last: bool) -> int:
     """
     Batches `rows` rows make at `batch_size` (the last one short unless `drop_last`).
+    """
+
+def transforms_from_spec(transforms: object | None) -> list[TransformOp]:
+    """
+    The engine's ops for a transform spec (a list of dicts, docs/transforms.md), its shape checked against each op's keys; None gives none.
     """

@@ -13,7 +13,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stoker import _core, _transforms
+from stoker import _core
 
 # An options object as C++ default-constructs it: the source of every default in the
 # Python signatures.
@@ -117,8 +117,7 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
     "pad_to_equal_steps": bool,
     "with_row_origin": bool,
     "codecs": lambda codecs: [] if codecs is None else [dict(c) for c in codecs],
-    "transforms": lambda ops: [_core.TransformOp.from_dict(op)
-                               for op in _transforms.normalize(ops)],
+    "transforms": _core.transforms_from_spec,
     "filter": serialize_filter,
     "partitioning": partitioning,
     "cache_dir": lambda path: None if path is None else os.fspath(path),

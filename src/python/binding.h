@@ -97,16 +97,17 @@ class PyLoader {
 };
 
 // Each file binds its concern into the module.
-void BindTensors(nb::module_& m);       // tensors.cc: to_tensors, check_output
-void BindOptions(nb::module_& m);       // options.cc: LoaderOptions, StorageOptions, ServeOptions,
-                                        // TransformOp
-void BindLoader(nb::module_& m);        // loader.cc: Loader, Epoch
-void BindServe(nb::module_& m);         // serve.cc: Server, encode_ticket, decode_ticket
-void BindTransformOps(nb::module_& m);  // transform_ops.cc: transform_ops
-void BindFaultProbe(nb::module_& m);    // fault_probe.cc: FaultProbe
-void BindTrace(nb::module_& m);         // trace.cc: TraceRing
-void BindIndex(nb::module_& m);         // index.cc: write_index
-void BindMixture(nb::module_& m);       // mixture.cc: MixturePlan, MixtureReader, apportion
-void BindPlan(nb::module_& m);          // plan.cc: rank_segments, rows_left, batches_per_rank
+void BindTensors(nb::module_& m);        // tensors.cc: to_tensors, check_output
+void BindOptions(nb::module_& m);        // options.cc: LoaderOptions, StorageOptions, ServeOptions,
+                                         // TransformOp
+void BindLoader(nb::module_& m);         // loader.cc: Loader, Epoch
+void BindServe(nb::module_& m);          // serve.cc: Server, encode_ticket, decode_ticket
+void BindTransformOps(nb::module_& m);   // transform_ops.cc: transform_ops
+void BindFaultProbe(nb::module_& m);     // fault_probe.cc: FaultProbe
+void BindTrace(nb::module_& m);          // trace.cc: TraceRing
+void BindIndex(nb::module_& m);          // index.cc: write_index
+void BindMixture(nb::module_& m);        // mixture.cc: MixturePlan, MixtureReader, apportion
+void BindPlan(nb::module_& m);           // plan.cc: rank_segments, rows_left, batches_per_rank
+void BindTransformSpec(nb::module_& m);  // transform_spec.cc: transforms_from_spec
 
 }  // namespace stoker::python

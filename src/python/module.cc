@@ -53,4 +53,5 @@ NB_MODULE(_core, m) {
   py::BindIndex(m);
   py::BindMixture(m);
   py::BindPlan(m);
+  py::BindTransformSpec(m);
 }

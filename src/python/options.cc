@@ -4,7 +4,8 @@
 // every default is the struct's (include/stoker/options.h and siblings); each field is an
 // attribute with the struct's name; range checks stay in the structs' Validate(). What is
 // converted here is only what Python spells differently: None for C++'s "0 means the
-// default", names for enums, the filter's serialized form, transform dicts.
+// default", names for enums, the filter's serialized form, codec dicts (transform specs:
+// transform_spec.cc).
 
 #include "stoker/options.h"
 
@@ -88,57 +89,18 @@ class OptionsClass {
   nb::list names_;
 };
 
-// The value of `key` in `d` as a V; a TypeError naming the key when it is not one (nb::cast
-// alone raises RuntimeError("std::bad_cast"), found by make fuzz's transform_spec target).
+// The value of `key` of a codec's dict as a V; a TypeError naming the key when it is not one
+// (nb::cast alone raises RuntimeError("std::bad_cast"), found by make fuzz's transform_spec
+// target when transforms were read this way too).
 template <typename V>
 V Cast(const nb::dict& d, const char* key) {
   try {
     return nb::cast<V>(d[key]);
   } catch (const nb::cast_error&) {
-    throw nb::type_error(("transforms: '" + std::string(key) + "' cannot be " +
-                          nb::cast<std::string>(nb::repr(d[key])))
-                             .c_str());
+    throw nb::type_error(
+        ("codecs: '" + std::string(key) + "' cannot be " + nb::cast<std::string>(nb::repr(d[key])))
+            .c_str());
   }
-}
-
-// The key of `d`, when present, into `out`.
-template <typename V>
-void Read(const nb::dict& d, const char* key, V* out) {
-  if (d.contains(key)) *out = Cast<V>(d, key);
-}
-
-// A transform op from the dict the Python layer normalizes every op into (keys as the spec
-// writes them); a key left out keeps TransformOp's default.
-TransformOp OpFromDict(const nb::dict& d) {
-  TransformOp op;
-  op.kind = ValueOrThrow(ParseTransformKind(Cast<std::string>(d, "op")));
-  Read(d, "columns", &op.columns);
-  Read(d, "output", &op.output);
-  Read(d, "dtype", &op.dtype);
-  if (d.contains("value")) {
-    nb::handle value = d["value"];
-    op.is_text = nb::isinstance<nb::str>(value);
-    if (op.is_text) {
-      op.text = Cast<std::string>(d, "value");
-    } else {
-      op.number = Cast<double>(d, "value");
-    }
-  }
-  Read(d, "min", &op.low);
-  Read(d, "max", &op.high);
-  Read(d, "mean", &op.mean);
-  Read(d, "std", &op.std);
-  Read(d, "boundaries", &op.boundaries);
-  Read(d, "num_buckets", &op.num_buckets);
-  Read(d, "path", &op.path);
-  Read(d, "default", &op.default_id);
-  Read(d, "length", &op.length);
-  Read(d, "p", &op.p);
-  Read(d, "low", &op.low);
-  Read(d, "high", &op.high);
-  Read(d, "size", &op.size);
-  Read(d, "key", &op.key);
-  return op;
 }
 
 // The filter in Arrow's own serialized form (arrow::compute::Serialize), which pyarrow's
@@ -250,10 +212,7 @@ void BindTransformOp(nb::module_& m) {
       .Field("p", &TransformOp::p)
       .Field("size", &TransformOp::size)
       .Field("key", &TransformOp::key)
-      .Finish()
-      .def_static("from_dict", &OpFromDict, nb::arg("spec"),
-                  "The op a normalized spec dict describes ({'op': 'clip', 'columns': [...], "
-                  "'min': ..., ...}); keys left out keep the defaults.");
+      .Finish();
 }
 
 void BindStorageOptions(nb::module_& m) {

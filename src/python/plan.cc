@@ -5,6 +5,8 @@
 // resume state (stoker._state), the epoch cursor, `stoker state` and the mixture loader ask
 // these instead of restating the elastic rule.
 
+#include "plan/plan.h"
+
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/vector.h>
@@ -14,7 +16,6 @@
 #include <vector>
 
 #include "binding.h"
-#include "plan/plan.h"
 
 namespace stoker::python {
 namespace {
@@ -24,8 +25,7 @@ using Rounds = std::vector<std::pair<int, int64_t>>;
 /// This rank's segments of an epoch of `total_rows` positions after `resumed`: a one-unit plan
 /// of the positions, so the plan's own checks of the rounds (limits against an untrusted
 /// state) and its own elastic rule decide.
-std::vector<Segment> Segments(int64_t total_rows, const Rounds& resumed, int world_size,
-                              int rank) {
+std::vector<Segment> Segments(int64_t total_rows, const Rounds& resumed, int world_size, int rank) {
   if (total_rows == 0) return {};
   PlanConfig config;
   config.shuffle = false;

@@ -13,6 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 import stoker
 from conftest import ROWS
+from stoker import _core
 
 CORPUS = Path(__file__).parent.parent / "data" / "parquet-testing" / "data"
 MASK64 = (1 << 64) - 1
@@ -379,6 +380,66 @@ def test_bad_specs_fail_at_construction_naming_op_and_column(mixed: Path, spec: 
                                                               error: type, message: str) -> None:
     with pytest.raises(error, match=message):
         stoker.Loader(mixed, batch_size=10, output="arrow", transforms=[spec])
+
+
+@pytest.mark.parametrize("transforms, error, message", [
+    ({"op": "log1p", "column": "x"}, TypeError, "transforms must be a list of dicts"),
+    ("log1p", TypeError, "transforms must be a list of dicts"),
+    ([["log1p", "x"]], TypeError, r"transform 0: expected a dict with an 'op' key, got \['log1p'"),
+    ([{"column": "x"}], TypeError, "transform 0: expected a dict with an 'op' key"),
+    ([{"op": 3}], ValueError, "transform 0: unknown op 3; the ops are cast, fill_null"),
+    ([{"op": "log1p", "column": "x"}, {"op": "clip"}], ValueError,
+     r"transform 1 \(clip\): missing column"),
+    ([{"op": "log1p", "column": "x", "base": 2, "alpha": 1}], ValueError,
+     r"transform 0 \(log1p\): unknown key\(s\) alpha, base; it takes column$"),
+    ([{"op": "log1p", "column": 7}], TypeError,
+     r"transform 0 \(log1p\): column must be a column name, got 7"),
+    ([{"op": "drop", "columns": "x"}], TypeError,
+     r"transform 0 \(drop\): columns must be a list of names, got 'x'"),
+    ([{"op": "drop", "columns": ["x", 1]}], TypeError, "columns must be a list of names"),
+    ([{"op": "drop", "columns": 5}], TypeError, "columns must be a list of names, got 5"),
+    ([{"op": "clip", "column": "x", "min": "1"}], TypeError,
+     r"transform 0 \(clip\): min must be a number, got '1'"),
+    ([{"op": "clip", "column": "x", "max": True}], TypeError, "max must be a number, got True"),
+    ([{"op": "hash", "column": "x", "num_buckets": 2.0}], TypeError,
+     r"transform 0 \(hash\): num_buckets must be an int, got 2.0"),
+    ([{"op": "hash", "column": "x", "num_buckets": 2**70}], TypeError,
+     "num_buckets must be an int"),
+    ([{"op": "bucketize", "column": "x", "boundaries": [1, "2"]}], TypeError,
+     "boundaries must be a number, got '2'"),
+    ([{"op": "rename", "column": "x", "to": ["y"]}], TypeError,
+     r"transform 0 \(rename\): to must be a column name"),
+    ([{"op": "vocabulary", "column": "x", "path": 3}], TypeError, "expected str, bytes"),
+])
+def test_the_spec_shape_is_checked_in_one_place(transforms: object, error: type,
+                                                message: str) -> None:
+    """The spec's shape (its ops, their keys, the kinds of their values) is checked by the
+    engine's parser, _core.transforms_from_spec, against the ops' own descriptors; errors name
+    the op's position, its name and the key."""
+    with pytest.raises(error, match=message):
+        _core.transforms_from_spec(transforms)
+
+
+def test_the_spec_parser_reads_every_key_into_the_op(tmp_path: Path) -> None:
+    """Singular keys stand for their list key, 'to' is the output, 'min'/'max' the bounds,
+    paths are os.PathLike, omitted keys keep the op's defaults, and the caller's dicts are not
+    changed."""
+    spec = [{"op": "drop", "column": "a"}, {"op": "rename", "column": "b", "to": "c"},
+            {"op": "clip", "column": "d", "min": 1, "max": 2.5},
+            {"op": "vocabulary", "column": "e", "path": tmp_path / "v.txt", "default": 3},
+            {"op": "fill_null", "column": "f", "value": "none"},
+            {"op": "fill_null", "column": "g", "value": 4}, {"op": "log1p", "column": "h"}]
+    before = [dict(op) for op in spec]
+    drop, rename, clip, vocabulary, text, number, log1p = _core.transforms_from_spec(spec)
+    assert spec == before
+    assert (drop.kind, drop.columns) == ("drop", ["a"])
+    assert (rename.columns, rename.output) == (["b"], "c")
+    assert (clip.low, clip.high) == (1.0, 2.5)
+    assert (vocabulary.path, vocabulary.default_id) == (str(tmp_path / "v.txt"), 3)
+    assert (text.is_text, text.text) == (True, "none")
+    assert (number.is_text, number.number) == (False, 4.0)
+    assert (log1p.low, log1p.high, log1p.std) == (float("-inf"), float("inf"), 1.0)
+    assert _core.transforms_from_spec(None) == [] and _core.transforms_from_spec(()) == []
 
 
 def test_bad_filters_fail_at_construction(criteo: Path) -> None:

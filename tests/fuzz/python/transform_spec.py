@@ -1,5 +1,5 @@
-"""Fuzz target: transform specs (lists of dicts) through stoker.Loader — the shape checks of
-stoker._transforms, TransformOp.from_dict, the engine's compile against the schema — and,
+"""Fuzz target: transform specs (lists of dicts) through stoker.Loader — the spec's parser
+(_core.transforms_from_spec, its shape checks), the engine's compile against the schema — and,
 when the loader accepts one, an epoch of it. A bad spec may only raise the natural built-in
 exceptions (fuzz_inputs.EXPECTED_ERRORS).
 

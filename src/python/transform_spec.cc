@@ -1,0 +1,220 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+//
+// The transform spec as Python users write it (a list of dicts, docs/transforms.md) into the
+// engine's TransformOps: the one parser of the spec's shape. The keys each op takes come from
+// its descriptor (src/transform/ops/); what the values mean against the dataset's columns and
+// types is the engine's check when the loader compiles the spec. Errors name the op's
+// position and name, and the key.
+
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "binding.h"
+#include "stoker/transform_options.h"
+#include "transform/ops/op.h"
+#include "transform/ops/registry.h"
+
+namespace stoker::python {
+namespace {
+
+std::string Repr(nb::handle value) { return nb::cast<std::string>(nb::repr(value)); }
+
+std::string Join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
+[[noreturn]] void Raise(PyObject* type, const std::string& message) {
+  PyErr_SetString(type, message.c_str());
+  throw nb::python_error();
+}
+
+// One op's dict, read key by key; `label` is "transform i (name)".
+class SpecReader {
+ public:
+  SpecReader(nb::dict spec, std::string label) : spec_(std::move(spec)), label_(std::move(label)) {}
+
+  bool Has(const char* key) const { return spec_.contains(key); }
+
+  std::string Name(const char* key, const std::string& what) const {
+    nb::handle value = spec_[key];
+    if (!nb::isinstance<nb::str>(value)) {
+      Raise(PyExc_TypeError, label_ + ": " + key + " must be " + what + ", got " + Repr(value));
+    }
+    return nb::cast<std::string>(value);
+  }
+
+  std::vector<std::string> Names(const char* key) const {
+    nb::handle value = spec_[key];
+    std::vector<std::string> names;
+    bool ok = !nb::isinstance<nb::str>(value);
+    if (ok) {
+      nb::object items = nb::steal(PyObject_GetIter(value.ptr()));
+      if (!items.is_valid()) {
+        PyErr_Clear();  // not iterable: the TypeError below says what was expected
+        ok = false;
+      }
+      while (ok) {
+        nb::object item = nb::steal(PyIter_Next(items.ptr()));
+        if (!item.is_valid()) {
+          if (PyErr_Occurred() != nullptr) throw nb::python_error();
+          break;
+        }
+        ok = nb::isinstance<nb::str>(item);
+        if (ok) names.push_back(nb::cast<std::string>(item));
+      }
+    }
+    if (!ok) {
+      Raise(PyExc_TypeError, label_ + ": " + key + " must be a list of names, got " + Repr(value));
+    }
+    return names;
+  }
+
+  double Number(const char* key) const { return Number(key, spec_[key]); }
+
+  double Number(const char* key, nb::handle value) const {
+    if (nb::isinstance<nb::bool_>(value) ||
+        !(nb::isinstance<nb::int_>(value) || nb::isinstance<nb::float_>(value))) {
+      Raise(PyExc_TypeError, label_ + ": " + key + " must be a number, got " + Repr(value));
+    }
+    return nb::cast<double>(nb::float_(value));
+  }
+
+  std::vector<double> Numbers(const char* key) const {
+    std::vector<double> out;
+    for (nb::handle item : nb::iter(spec_[key])) out.push_back(Number(key, item));
+    return out;
+  }
+
+  int64_t Integer(const char* key) const {
+    nb::handle value = spec_[key];
+    int64_t out = 0;
+    if (nb::isinstance<nb::bool_>(value) || !nb::isinstance<nb::int_>(value) ||
+        !nb::try_cast(value, out)) {
+      Raise(PyExc_TypeError, label_ + ": " + key + " must be an int, got " + Repr(value));
+    }
+    return out;
+  }
+
+ private:
+  nb::dict spec_;
+  std::string label_;
+};
+
+TransformOp OpFromSpec(size_t index, nb::handle item, const nb::module_& os) {
+  const std::string position = "transform " + std::to_string(index);
+  if (!nb::isinstance<nb::dict>(item) || !nb::borrow<nb::dict>(item).contains("op")) {
+    Raise(PyExc_TypeError, position + ": expected a dict with an 'op' key, got " + Repr(item));
+  }
+  // A copy: singular keys are rewritten below.
+  nb::dict spec = nb::steal<nb::dict>(PyDict_Copy(item.ptr()));
+  nb::handle name_value = spec["op"];
+  const OpDescriptor* descriptor = nullptr;
+  std::string names;
+  for (const OpDescriptor* op : AllOps()) {
+    if (nb::isinstance<nb::str>(name_value) && nb::cast<std::string>(name_value) == op->name) {
+      descriptor = op;
+    }
+    names += (names.empty() ? "" : ", ") + std::string(op->name);
+  }
+  if (descriptor == nullptr) {
+    Raise(PyExc_ValueError,
+          position + ": unknown op " + Repr(name_value) + "; the ops are " + names);
+  }
+  const std::string label = position + " (" + descriptor->name + ")";
+
+  std::set<std::string> allowed;
+  std::vector<std::string> required;
+  for (const OpParam& param : descriptor->params) {
+    allowed.insert(param.key);
+    if (param.required) required.push_back(param.key);
+    // A single item given for a list key ("column" for drop's "columns").
+    if (param.singular != nullptr && spec.contains(param.singular) && !spec.contains(param.key)) {
+      nb::list one;
+      one.append(spec[param.singular]);
+      spec[param.key] = one;
+      PyDict_DelItemString(spec.ptr(), param.singular);
+    }
+  }
+  std::vector<std::string> unknown;
+  for (auto [key, value] : spec) {
+    const std::string text = nb::isinstance<nb::str>(key) ? nb::cast<std::string>(key) : Repr(key);
+    if (text != "op" && !allowed.contains(text)) unknown.push_back(text);
+  }
+  if (!unknown.empty()) {
+    std::sort(unknown.begin(), unknown.end());
+    Raise(PyExc_ValueError, label + ": unknown key(s) " + Join(unknown) + "; it takes " +
+                                Join({allowed.begin(), allowed.end()}));
+  }
+  std::vector<std::string> missing;
+  for (const std::string& key : required) {
+    if (!spec.contains(key.c_str())) missing.push_back(key);
+  }
+  if (!missing.empty()) Raise(PyExc_ValueError, label + ": missing " + Join(missing));
+
+  // Keys left out keep TransformOp's defaults.
+  const SpecReader read(spec, label);
+  TransformOp op;
+  op.kind = descriptor->kind;
+  if (read.Has("column")) op.columns = {read.Name("column", "a column name")};
+  if (read.Has("columns")) op.columns = read.Names("columns");
+  if (read.Has("key")) op.key = read.Name("key", "a column name");
+  for (const char* key : {"output", "to"}) {
+    if (read.Has(key)) op.output = read.Name(key, "a column name");
+  }
+  if (read.Has("dtype")) op.dtype = nb::cast<std::string>(nb::str(spec["dtype"]));
+  if (read.Has("value")) {
+    op.is_text = nb::isinstance<nb::str>(spec["value"]);
+    if (op.is_text) {
+      op.text = nb::cast<std::string>(spec["value"]);
+    } else {
+      op.number = read.Number("value");
+    }
+  }
+  if (read.Has("min")) op.low = read.Number("min");
+  if (read.Has("max")) op.high = read.Number("max");
+  if (read.Has("low")) op.low = read.Number("low");
+  if (read.Has("high")) op.high = read.Number("high");
+  if (read.Has("mean")) op.mean = read.Number("mean");
+  if (read.Has("std")) op.std = read.Number("std");
+  if (read.Has("p")) op.p = read.Number("p");
+  if (read.Has("boundaries")) op.boundaries = read.Numbers("boundaries");
+  if (read.Has("num_buckets")) op.num_buckets = read.Integer("num_buckets");
+  if (read.Has("default")) op.default_id = read.Integer("default");
+  if (read.Has("length")) op.length = read.Integer("length");
+  if (read.Has("size")) op.size = read.Integer("size");
+  if (read.Has("path")) op.path = nb::cast<std::string>(os.attr("fsdecode")(spec["path"]));
+  return op;
+}
+
+}  // namespace
+
+std::vector<TransformOp> TransformsFromSpec(nb::handle transforms) {
+  std::vector<TransformOp> ops;
+  if (transforms.is_none()) return ops;
+  if (nb::isinstance<nb::dict>(transforms) || nb::isinstance<nb::str>(transforms) ||
+      nb::isinstance<nb::bytes>(transforms) || PySequence_Check(transforms.ptr()) != 1) {
+    Raise(PyExc_TypeError,
+          "transforms must be a list of dicts such as {'op': 'log1p', 'column': 'x'}");
+  }
+  const nb::module_ os = nb::module_::import_("os");
+  size_t index = 0;
+  for (nb::handle item : nb::iter(transforms)) ops.push_back(OpFromSpec(index++, item, os));
+  return ops;
+}
+
+void BindTransformSpec(nb::module_& m) {
+  m.def("transforms_from_spec", &TransformsFromSpec, nb::arg("transforms").none(),
+        "The engine's ops for a transform spec (a list of dicts, docs/transforms.md), its shape "
+        "checked against each op's keys; None gives none.");
+}
+
+}  // namespace stoker::python
