@@ -36,8 +36,10 @@ CpuBudget ReadCpuBudget(const std::string& cgroup_root = "/sys/fs/cgroup");
 
 /// Ranks per node named by the environment: torchrun's LOCAL_WORLD_SIZE, Horovod's
 /// HOROVOD_LOCAL_SIZE, Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS, then
-/// Slurm's SLURM_NTASKS_PER_NODE or this node's entry of SLURM_TASKS_PER_NODE ("2(x3),1").
-/// Sets `*from` to the variable used; returns 1 (and "") when none is set or valid.
+/// Slurm's SLURM_NTASKS_PER_NODE or this node's entry of SLURM_TASKS_PER_NODE ("2(x3),1");
+/// failing those, where a launcher set LOCAL_RANK but no count (Lightning's), WORLD_SIZE: all
+/// the job's ranks, an upper bound on this node's. Sets `*from` to the variable used; returns
+/// 1 (and "") when none is set or valid.
 int RanksPerNode(std::string* from);
 
 }  // namespace stoker

@@ -238,7 +238,8 @@ class Loader(_cursor.EpochLoader):
             with a ``filter``.
         num_threads: worker threads; None: this rank's share of the CPUs the process may use
             (affinity mask and cgroup quota, divided by the ranks on this node as
-            ``LOCAL_WORLD_SIZE``, Horovod, MPI or Slurm say; ``stats()["cpu_budget"]``).
+            ``LOCAL_WORLD_SIZE``, Horovod, MPI, Slurm or Lightning's ``WORLD_SIZE`` say;
+            ``stats()["cpu_budget"]``).
         prefetch: finished batches kept ready ahead of the consumer; None: 2 per thread.
         output: "numpy" (dict of np.ndarray), "torch" (dict of torch.Tensor), "jax" (dict
             of jax.Array), "tensorflow" (dict of tf.Tensor) — each over the engine's buffers,

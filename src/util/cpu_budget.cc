@@ -134,6 +134,16 @@ int RanksPerNode(std::string* from) {
       return static_cast<int>(std::min<long long>(*ranks, 1 << 20));
     }
   }
+  // A launcher that places each rank on its node but does not count the node's ranks
+  // (Lightning's sets LOCAL_RANK, NODE_RANK and WORLD_SIZE): all the job's ranks, an upper
+  // bound on those sharing this node, so that they never take more than the node's CPUs.
+  if (std::getenv("LOCAL_RANK") != nullptr) {
+    const char* world = std::getenv("WORLD_SIZE");
+    if (auto ranks = ParsePositive(world ? world : "")) {
+      *from = "WORLD_SIZE";
+      return static_cast<int>(std::min<long long>(*ranks, 1 << 20));
+    }
+  }
   from->clear();
   return 1;
 }

@@ -27,8 +27,12 @@ class Recorder(lightning.LightningModule):
         self.data = data
         self.weight = torch.nn.Parameter(torch.zeros(1))
         self.steps: list[list[int]] = []
+        self.budget: dict = {}
 
     def train_dataloader(self) -> stoker.Loader:
+        # The CPU budget a loader with num_threads=None would take, read while the launcher's
+        # variables are set (Lightning's teardown removes WORLD_SIZE after fit).
+        self.budget = stoker.Loader(self.data, batch_size=BATCH).stats()["cpu_budget"]
         return stoker.Loader(self.data, batch_size=BATCH, seed=5, shuffle_window=150,
                              output="torch", num_threads=1, rank=self.trainer.global_rank,
                              world_size=self.trainer.world_size)
@@ -54,7 +58,9 @@ def main() -> None:
     trainer.fit(model, ckpt_path=checkpoint)
     run = Path(checkpoint).stem if checkpoint else "full"
     path = out / f"steps-{run}-rank{trainer.global_rank}.json"
-    path.write_text(json.dumps({"world_size": trainer.world_size, "steps": model.steps}))
+    path.write_text(json.dumps({"world_size": trainer.world_size, "steps": model.steps,
+                                "ranks_per_node": [model.budget["ranks_per_node"],
+                                                   model.budget["ranks_from"]]}))
 
 
 if __name__ == "__main__":

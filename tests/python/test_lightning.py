@@ -123,6 +123,8 @@ def test_ddp_ranks_share_the_epoch_and_resume_exactly(rows: Path, tmp_path: Path
     per_rank = STEPS_PER_EPOCH // 2  # 6 steps per epoch on each of the 2 ranks
     for r in (0, 1):
         assert full[r]["world_size"] == 2
+        # Lightning's launcher counts no ranks per node: the CPU budget takes its WORLD_SIZE.
+        assert full[r]["ranks_per_node"] == [2, "WORLD_SIZE"]
         assert len(full[r]["steps"]) == 2 * per_rank
     # The ranks' rows are disjoint and cover each epoch: the loader took rank and world size
     # from the trainer.

@@ -15,9 +15,9 @@ namespace {
 // ctest runs each test in a process of its own, so the variables set here stay here; each
 // test still clears what it reads first, whatever the environment that started it.
 void ClearLauncherVariables() {
-  for (const char* name :
-       {"LOCAL_WORLD_SIZE", "HOROVOD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS",
-        "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "SLURM_NODEID"}) {
+  for (const char* name : {"LOCAL_WORLD_SIZE", "HOROVOD_LOCAL_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                           "MPI_LOCALNRANKS", "SLURM_NTASKS_PER_NODE", "SLURM_TASKS_PER_NODE",
+                           "SLURM_NODEID", "LOCAL_RANK", "WORLD_SIZE"}) {
     unsetenv(name);
   }
 }
@@ -40,6 +40,20 @@ TEST(CpuBudgetTest, RanksPerNodeComeFromTheLauncherInOrder) {
   EXPECT_EQ(from, "LOCAL_WORLD_SIZE");
   setenv("LOCAL_WORLD_SIZE", "four", 1);  // not a count: the next one says
   EXPECT_EQ(RanksPerNode(&from), 8);
+}
+
+TEST(CpuBudgetTest, ALauncherThatCountsNoRanksPerNodeGivesTheWorldSize) {
+  ClearLauncherVariables();
+  std::string from;
+  setenv("WORLD_SIZE", "4", 1);  // alone (a single process told its world size): not a launcher
+  EXPECT_EQ(RanksPerNode(&from), 1);
+  EXPECT_EQ(from, "");
+  setenv("LOCAL_RANK", "1", 1);  // Lightning's launcher: LOCAL_RANK, NODE_RANK, WORLD_SIZE
+  EXPECT_EQ(RanksPerNode(&from), 4);
+  EXPECT_EQ(from, "WORLD_SIZE");
+  setenv("LOCAL_WORLD_SIZE", "2", 1);  // a count of the node's ranks wins
+  EXPECT_EQ(RanksPerNode(&from), 2);
+  EXPECT_EQ(from, "LOCAL_WORLD_SIZE");
 }
 
 TEST(CpuBudgetTest, SlurmTasksPerNodeIsReadForThisNode) {
