@@ -15,9 +15,24 @@ from pathlib import Path
 from typing import TypeVar
 
 import stoker
-from stoker import _bench, _cache_cli, _doctor, _gen, _index_cli, _inspect, _serve, _state_cli
+from stoker import (
+    _bench,
+    _cache_cli,
+    _core,
+    _doctor,
+    _gen,
+    _index_cli,
+    _inspect,
+    _serve,
+    _state_cli,
+)
 
 __all__ = ["main"]
+
+# The defaults of the loader and server options, from the engine's own option structs (the
+# same the Loader's signature reads): the command line restates none of them.
+_LOADER = _core.LoaderOptions()
+_SERVE = _core.ServeOptions()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -85,20 +100,23 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:
         description="Run an Arrow Flight server that streams this dataset's batches to "
         "stoker.RemoteLoader trainers (docs/serve.md). Stops on Ctrl-C or SIGTERM.")
     serve.add_argument("source", metavar="SOURCE")
-    serve.add_argument("--host", default="127.0.0.1", help="bind address (default %(default)s)")
+    serve.add_argument("--host", default=_SERVE.host, help="bind address (default %(default)s)")
     serve.add_argument("--port", type=int, default=8815,
                        help="port to listen on (default %(default)s; 0 picks a free one)")
     serve.add_argument("--token-file", help="require this bearer token (file content)")
     serve.add_argument("--tls-cert", help="PEM certificate (with --tls-key): serve grpc+tls")
     serve.add_argument("--tls-key", help="PEM private key")
-    serve.add_argument("--max-streams", type=_int_at_least(1), default=16,
+    serve.add_argument("--max-streams", type=_int_at_least(1), default=_SERVE.max_streams,
                        help="streams served at once; more are refused until one ends "
                             "(default %(default)s)")
-    serve.add_argument("--chunk-batches", type=_int_at_least(1), default=16,
-                       help="batches per chunk when several servers share a plan")
-    serve.add_argument("--stream-idle-timeout", type=_int_at_least(0), default=300,
+    serve.add_argument("--chunk-batches", type=_int_at_least(1), default=_SERVE.chunk_batches,
+                       help="batches per chunk when several servers share a plan (default "
+                            "%(default)s)")
+    serve.add_argument("--stream-idle-timeout", type=_int_at_least(0),
+                       default=_SERVE.stream_idle_timeout_s,
                        help="seconds a client may ask for no batch before its stream is "
-                            "released (its memory and threads freed; 0: never)")
+                            "released (its memory and threads freed; 0: never; default "
+                            "%(default)s)")
     serve.add_argument("--trace", metavar="PATH",
                        help="keep a timeline of the engine's work for every stream and write "
                             "it to PATH as Chrome trace JSON (every 5 s while serving and at "
@@ -168,12 +186,13 @@ def _add_loader_options(parser: argparse.ArgumentParser) -> None:
                         help="rows per batch")
     parser.add_argument("--no-shuffle", dest="shuffle", action="store_false",
                         help="read rows in dataset order")
-    parser.add_argument("--seed", type=_int_at_least(0), default=0,
+    parser.add_argument("--seed", type=_int_at_least(0), default=_LOADER.seed,
                         help="shuffle seed: the same seed gives the same batches (default "
                              "%(default)s)")
     parser.add_argument("--shuffle-window", type=_int_at_least(1),
                         help="rows shuffled together; memory holds at least twice this many "
-                             "decoded rows (default 262,144; docs/shuffle.md)")
+                             f"decoded rows (default {_core.DEFAULT_SHUFFLE_WINDOW:,}; "
+                             "docs/shuffle.md)")
     parser.add_argument("--drop-last", action="store_true",
                         help="leave out each rank's last, short batch")
     parser.add_argument("--num-threads", type=_int_at_least(1),
@@ -183,7 +202,8 @@ def _add_loader_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cache-dir",
                         help="keep decoded, transformed row groups on this local disk "
                              "(docs/cache.md)")
-    parser.add_argument("--cache-limit-bytes", type=_int_at_least(0), default=0,
+    parser.add_argument("--cache-limit-bytes", type=_int_at_least(0),
+                        default=_LOADER.cache_limit_bytes,
                         help="evict the cache's oldest entries above this size (0: no limit)")
     parser.add_argument("--transforms", metavar="JSON_FILE", help="transform spec (a JSON list)")
 
@@ -343,7 +363,7 @@ def _add_bench(commands: argparse._SubParsersAction) -> None:
         "--batch-size", type=_positive_int, default=4096, help="default: %(default)s"
     )
     bench.add_argument("--no-shuffle", dest="shuffle", action="store_false")
-    bench.add_argument("--seed", type=int, default=0, help="default: %(default)s")
+    bench.add_argument("--seed", type=int, default=_LOADER.seed, help="default: %(default)s")
     bench.add_argument("--shuffle-window", type=int, help="default: the loader's")
     bench.add_argument("--num-threads", type=int, help="default: the loader's")
     bench.add_argument("--prefetch", type=int, help="default: the loader's")

@@ -331,6 +331,7 @@ void BindOptions(nb::module_& m) {
   BindLoaderOptions(m);
   BindServeOptions(m);
   m.attr("DEFAULT_TRACE_EVENTS") = kDefaultTraceEvents;
+  m.attr("DEFAULT_SHUFFLE_WINDOW") = kDefaultShuffleWindowRows;
   m.def(
       "validate_rank",
       [](int rank, int world_size) { ThrowIfError(ValidateRank(rank, world_size)); },

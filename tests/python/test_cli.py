@@ -3,6 +3,7 @@ readers. Every test writes real Parquet files of a few thousand rows at most."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -441,3 +442,24 @@ def test_gen_help_prints_percent_signs_once(capsys: pytest.CaptureFixture[str]) 
         main(["gen", "--help"])
     out = capsys.readouterr().out
     assert "25% positive" in out and "10% nulls" in out and "%%" not in out
+
+
+def test_the_command_line_takes_its_defaults_from_the_engine() -> None:
+    """`stoker serve`/`doctor` restate no default: each loader and server option's default is
+    the bound option struct's (what the Loader's signature reads too)."""
+    from stoker import _core, cli
+
+    parser = cli._build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    loader, server = _core.LoaderOptions(), _core.ServeOptions()
+    for name in ("serve", "doctor"):
+        defaults = {a.dest: a.default for a in commands.choices[name]._actions}
+        assert defaults["seed"] == loader.seed
+        assert defaults["cache_limit_bytes"] == loader.cache_limit_bytes
+        assert defaults["shuffle_window"] is None  # the engine resolves it
+        assert f"{_core.DEFAULT_SHUFFLE_WINDOW:,}" in commands.choices[name].format_help()
+    serve = {a.dest: a.default for a in commands.choices["serve"]._actions}
+    assert (serve["host"], serve["max_streams"], serve["chunk_batches"],
+            serve["stream_idle_timeout"]) == (server.host, server.max_streams,
+                                              server.chunk_batches,
+                                              server.stream_idle_timeout_s)
