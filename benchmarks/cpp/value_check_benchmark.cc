@@ -1,5 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
-// The cost of checking a decoded unit's values (exec/value_check.h: strings valid UTF-8,
+// The cost of checking a decoded unit's values (decode/value_check.h: strings valid UTF-8,
 // the rest as ValidateFull) beside decoding it, on a dataset written in memory: per row
 // group, the Parquet decode Stoker does (one thread, the same reader properties) and then the
 // check. `strings`: string-heavy rows; `numbers`: criteo-like rows (a label, 13 float32
@@ -20,7 +20,7 @@
 #include <limits>
 #include <string>
 
-#include "exec/value_check.h"
+#include "decode/value_check.h"
 
 namespace stoker {
 namespace {

@@ -4,8 +4,6 @@
 #include <arrow/io/interfaces.h>
 #include <arrow/record_batch.h>
 #include <arrow/result.h>
-#include <arrow/util/future.h>
-#include <parquet/file_reader.h>
 
 #include <memory>
 #include <optional>
@@ -14,6 +12,7 @@
 
 #include "cache/disk_cache.h"
 #include "decode/column_decoder.h"
+#include "decode/row_group_reader.h"
 #include "exec/error_budget.h"
 #include "exec/unit_source.h"
 #include "manifest/manifest.h"
@@ -23,38 +22,6 @@
 #include "transform/transform_spec.h"
 
 namespace stoker {
-
-/// A row group whose column chunks are being fetched.
-struct RowGroupFetch {
-  std::unique_ptr<parquet::ParquetFileReader> reader;
-  std::vector<int> columns;  // indices into the manifest's schema
-  std::vector<int> leaves;   // their leaf columns in this file
-  /// Completes when every byte is in memory.
-  arrow::Future<> ready;
-  Stats::Clock::time_point started;
-  int64_t bytes_needed = 0;
-  /// The unit it reads (for the trace), and the byte span of the file, for error messages.
-  int32_t file = 0;
-  int32_t row_group = 0;
-  int64_t first_byte = 0;
-  int64_t end_byte = 0;
-};
-
-/// Starts fetching the `columns` of one row group in coalesced ranges, without waiting.
-arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetch(const Manifest& manifest, const Unit& unit,
-                                                         std::vector<int> columns,
-                                                         const arrow::io::IOContext& io,
-                                                         Stats* stats);
-
-/// Records a fetch's bytes and time waiting on the store; call when `ready` completes.
-void NoteArrived(const RowGroupFetch& fetch, Stats* stats);
-
-/// Decodes a fetch whose `ready` future completed (its error, if it failed).
-arrow::Result<std::shared_ptr<arrow::RecordBatch>> DecodeFetch(const Manifest& manifest,
-                                                               const Unit& unit,
-                                                               RowGroupFetch* fetch,
-                                                               arrow::MemoryPool* pool,
-                                                               Stats* stats);
 
 /// Fetches and decodes, blocking.
 arrow::Result<std::shared_ptr<arrow::RecordBatch>> ReadRowGroup(const UnitSource& source,

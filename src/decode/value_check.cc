@@ -1,5 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
-#include "exec/value_check.h"
+#include "decode/value_check.h"
 
 #include <arrow/array/data.h>
 #include <arrow/array/validate.h>
