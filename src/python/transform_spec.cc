@@ -109,6 +109,22 @@ class SpecReader {
   std::string label_;
 };
 
+// The keys whose values are numbers, and integers, with the TransformOp field each sets ("min"
+// and "max" are clip's bounds, "low" and "high" the random ops' range: the same fields).
+template <typename T>
+struct KeyField {
+  const char* key;
+  T TransformOp::*field;
+};
+constexpr KeyField<double> kNumberKeys[] = {
+    {"min", &TransformOp::low},   {"max", &TransformOp::high},  {"low", &TransformOp::low},
+    {"high", &TransformOp::high}, {"mean", &TransformOp::mean}, {"std", &TransformOp::std},
+    {"p", &TransformOp::p}};
+constexpr KeyField<int64_t> kIntegerKeys[] = {{"num_buckets", &TransformOp::num_buckets},
+                                              {"default", &TransformOp::default_id},
+                                              {"length", &TransformOp::length},
+                                              {"size", &TransformOp::size}};
+
 TransformOp OpFromSpec(size_t index, nb::handle item, const nb::module_& os) {
   const std::string position = "transform " + std::to_string(index);
   if (!nb::isinstance<nb::dict>(item) || !nb::borrow<nb::dict>(item).contains("op")) {
@@ -179,18 +195,13 @@ TransformOp OpFromSpec(size_t index, nb::handle item, const nb::module_& os) {
       op.number = read.Number("value");
     }
   }
-  if (read.Has("min")) op.low = read.Number("min");
-  if (read.Has("max")) op.high = read.Number("max");
-  if (read.Has("low")) op.low = read.Number("low");
-  if (read.Has("high")) op.high = read.Number("high");
-  if (read.Has("mean")) op.mean = read.Number("mean");
-  if (read.Has("std")) op.std = read.Number("std");
-  if (read.Has("p")) op.p = read.Number("p");
+  for (const auto& [key, field] : kNumberKeys) {
+    if (read.Has(key)) op.*field = read.Number(key);
+  }
   if (read.Has("boundaries")) op.boundaries = read.Numbers("boundaries");
-  if (read.Has("num_buckets")) op.num_buckets = read.Integer("num_buckets");
-  if (read.Has("default")) op.default_id = read.Integer("default");
-  if (read.Has("length")) op.length = read.Integer("length");
-  if (read.Has("size")) op.size = read.Integer("size");
+  for (const auto& [key, field] : kIntegerKeys) {
+    if (read.Has(key)) op.*field = read.Integer(key);
+  }
   if (read.Has("path")) op.path = nb::cast<std::string>(os.attr("fsdecode")(spec["path"]));
   return op;
 }
