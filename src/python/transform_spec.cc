@@ -32,11 +32,6 @@ std::string Join(const std::vector<std::string>& items) {
   return out;
 }
 
-[[noreturn]] void Raise(PyObject* type, const std::string& message) {
-  PyErr_SetString(type, message.c_str());
-  throw nb::python_error();
-}
-
 // One op's dict, read key by key; `label` is "transform i (name)".
 class SpecReader {
  public:
@@ -47,7 +42,8 @@ class SpecReader {
   std::string Name(const char* key, const std::string& what) const {
     nb::handle value = spec_[key];
     if (!nb::isinstance<nb::str>(value)) {
-      Raise(PyExc_TypeError, label_ + ": " + key + " must be " + what + ", got " + Repr(value));
+      throw nb::type_error(
+          (label_ + ": " + key + " must be " + what + ", got " + Repr(value)).c_str());
     }
     return nb::cast<std::string>(value);
   }
@@ -73,7 +69,8 @@ class SpecReader {
       }
     }
     if (!ok) {
-      Raise(PyExc_TypeError, label_ + ": " + key + " must be a list of names, got " + Repr(value));
+      throw nb::type_error(
+          (label_ + ": " + key + " must be a list of names, got " + Repr(value)).c_str());
     }
     return names;
   }
@@ -83,7 +80,7 @@ class SpecReader {
   double Number(const char* key, nb::handle value) const {
     if (nb::isinstance<nb::bool_>(value) ||
         !(nb::isinstance<nb::int_>(value) || nb::isinstance<nb::float_>(value))) {
-      Raise(PyExc_TypeError, label_ + ": " + key + " must be a number, got " + Repr(value));
+      throw nb::type_error((label_ + ": " + key + " must be a number, got " + Repr(value)).c_str());
     }
     return nb::cast<double>(nb::float_(value));
   }
@@ -99,7 +96,7 @@ class SpecReader {
     int64_t out = 0;
     if (nb::isinstance<nb::bool_>(value) || !nb::isinstance<nb::int_>(value) ||
         !nb::try_cast(value, out)) {
-      Raise(PyExc_TypeError, label_ + ": " + key + " must be an int, got " + Repr(value));
+      throw nb::type_error((label_ + ": " + key + " must be an int, got " + Repr(value)).c_str());
     }
     return out;
   }
@@ -128,7 +125,8 @@ constexpr KeyField<int64_t> kIntegerKeys[] = {{"num_buckets", &TransformOp::num_
 TransformOp OpFromSpec(size_t index, nb::handle item, const nb::module_& os) {
   const std::string position = "transform " + std::to_string(index);
   if (!nb::isinstance<nb::dict>(item) || !nb::borrow<nb::dict>(item).contains("op")) {
-    Raise(PyExc_TypeError, position + ": expected a dict with an 'op' key, got " + Repr(item));
+    throw nb::type_error(
+        (position + ": expected a dict with an 'op' key, got " + Repr(item)).c_str());
   }
   // A copy: singular keys are rewritten below.
   nb::dict spec = nb::steal<nb::dict>(PyDict_Copy(item.ptr()));
@@ -142,8 +140,8 @@ TransformOp OpFromSpec(size_t index, nb::handle item, const nb::module_& os) {
     names += (names.empty() ? "" : ", ") + std::string(op->name);
   }
   if (descriptor == nullptr) {
-    Raise(PyExc_ValueError,
-          position + ": unknown op " + Repr(name_value) + "; the ops are " + names);
+    throw nb::value_error(
+        (position + ": unknown op " + Repr(name_value) + "; the ops are " + names).c_str());
   }
   const std::string label = position + " (" + descriptor->name + ")";
 
@@ -167,14 +165,15 @@ TransformOp OpFromSpec(size_t index, nb::handle item, const nb::module_& os) {
   }
   if (!unknown.empty()) {
     std::sort(unknown.begin(), unknown.end());
-    Raise(PyExc_ValueError, label + ": unknown key(s) " + Join(unknown) + "; it takes " +
-                                Join({allowed.begin(), allowed.end()}));
+    throw nb::value_error((label + ": unknown key(s) " + Join(unknown) + "; it takes " +
+                           Join({allowed.begin(), allowed.end()}))
+                              .c_str());
   }
   std::vector<std::string> missing;
   for (const std::string& key : required) {
     if (!spec.contains(key.c_str())) missing.push_back(key);
   }
-  if (!missing.empty()) Raise(PyExc_ValueError, label + ": missing " + Join(missing));
+  if (!missing.empty()) throw nb::value_error((label + ": missing " + Join(missing)).c_str());
 
   // Keys left out keep TransformOp's defaults.
   const SpecReader read(spec, label);
@@ -213,8 +212,8 @@ std::vector<TransformOp> TransformsFromSpec(nb::handle transforms) {
   if (transforms.is_none()) return ops;
   if (nb::isinstance<nb::dict>(transforms) || nb::isinstance<nb::str>(transforms) ||
       nb::isinstance<nb::bytes>(transforms) || PySequence_Check(transforms.ptr()) != 1) {
-    Raise(PyExc_TypeError,
-          "transforms must be a list of dicts such as {'op': 'log1p', 'column': 'x'}");
+    throw nb::type_error(
+        "transforms must be a list of dicts such as {'op': 'log1p', 'column': 'x'}");
   }
   const nb::module_ os = nb::module_::import_("os");
   size_t index = 0;
