@@ -26,12 +26,13 @@ from stoker import (
     _serve,
     _state_cli,
 )
+from stoker._options import LOADER_DEFAULTS
 
 __all__ = ["main"]
 
 # The defaults of the loader and server options, from the engine's own option structs (the
-# same the Loader's signature reads): the command line restates none of them.
-_LOADER = _core.LoaderOptions()
+# Loader's signature reads the same LOADER_DEFAULTS): the command line restates none of them.
+_LOADER = LOADER_DEFAULTS
 _SERVE = _core.ServeOptions()
 
 
