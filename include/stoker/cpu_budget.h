@@ -3,7 +3,9 @@
 
 #include <optional>
 #include <string>
+#include <tuple>
 
+#include "stoker/fields.h"
 namespace stoker {
 
 /// The CPUs one rank of a job may keep busy: what the process may run on, shared by the
@@ -20,8 +22,8 @@ struct CpuBudget {
   int cpus = 1;
   /// Ranks sharing this node, from the launcher's environment (1 when none says).
   int ranks_per_node = 1;
-  /// The variable ranks_per_node came from ("" when none was set).
-  std::string ranks_from;
+  /// The variable ranks_per_node came from; nullopt when none was set.
+  std::optional<std::string> ranks_from;
   /// The affinity mask is narrower than the host's online CPUs: the launcher gave this rank
   /// CPUs of its own (numactl, taskset, Slurm's --cpu-bind), so they are not shared again.
   bool own_cpus = false;
@@ -29,6 +31,18 @@ struct CpuBudget {
   /// cpus / ranks_per_node.
   int threads = 1;
 };
+
+/// CpuBudget's fields by name: stats()["cpu_budget"] in Python (stoker/fields.h).
+constexpr auto FieldsOf(const CpuBudget&) {
+  using B = CpuBudget;
+  return std::tuple{Field{"affinity", &B::affinity},
+                    Field{"cgroup_quota", &B::cgroup_quota},
+                    Field{"cpus", &B::cpus},
+                    Field{"ranks_per_node", &B::ranks_per_node},
+                    Field{"ranks_from", &B::ranks_from},
+                    Field{"own_cpus", &B::own_cpus},
+                    Field{"threads", &B::threads}};
+}
 
 /// Reads the budget of the calling process. `cgroup_root` is where the cgroup file systems
 /// are mounted (a test can point it at a tree of its own).

@@ -7,7 +7,9 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <tuple>
 
+#include "stoker/fields.h"
 #include "stoker/loader.h"
 #include "stoker/stream_identity.h"
 
@@ -56,6 +58,21 @@ struct ServeStats {
   int64_t rows_sent = 0;
   int64_t bytes_sent = 0;
 };
+
+/// ServeStats' fields by name: the keys of Server.stats() in Python (stoker/fields.h).
+constexpr auto FieldsOf(const ServeStats&) {
+  using S = ServeStats;
+  return std::tuple{Field{"streams_started", &S::streams_started},
+                    Field{"streams_active", &S::streams_active},
+                    Field{"streams_refused_busy", &S::streams_refused_busy},
+                    Field{"streams_released_idle", &S::streams_released_idle},
+                    Field{"bad_tickets", &S::bad_tickets},
+                    Field{"unauthenticated", &S::unauthenticated},
+                    Field{"stream_errors", &S::stream_errors},
+                    Field{"batches_sent", &S::batches_sent},
+                    Field{"rows_sent", &S::rows_sent},
+                    Field{"bytes_sent", &S::bytes_sent}};
+}
 
 /// An Arrow Flight server streaming a Loader's batches (docs/design.md, "Serve"). The loader fixes
 /// the dataset and every option but rank, world size and epoch, which each ticket names; a

@@ -3,7 +3,10 @@
 
 #include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include "stoker/fields.h"
 
 namespace stoker {
 
@@ -17,6 +20,12 @@ struct SkippedUnit {
   /// The first error the unit met.
   std::string error;
 };
+
+/// SkippedUnit's fields by name (stoker/fields.h).
+constexpr auto FieldsOf(const SkippedUnit&) {
+  return std::tuple{Field{"file", &SkippedUnit::file}, Field{"row_group", &SkippedUnit::row_group},
+                    Field{"rows", &SkippedUnit::rows}, Field{"error", &SkippedUnit::error}};
+}
 
 /// The consumer's wait for each batch (the data stall, batch by batch): bucket counts with
 /// their upper bounds in seconds (log-spaced, 4 per doubling from 1 µs; the last unbounded),
@@ -32,6 +41,15 @@ struct WaitSummary {
   double p99_seconds = 0;
   double max_seconds = 0;
 };
+
+/// WaitSummary's fields by the names stats()["wait_per_batch"] gives them (stoker/fields.h).
+constexpr auto FieldsOf(const WaitSummary&) {
+  using W = WaitSummary;
+  return std::tuple{Field{"count", &W::count},          Field{"sum", &W::sum_seconds},
+                    Field{"p50", &W::p50_seconds},      Field{"p90", &W::p90_seconds},
+                    Field{"p99", &W::p99_seconds},      Field{"max", &W::max_seconds},
+                    Field{"bucket_bounds", &W::bounds}, Field{"bucket_counts", &W::counts}};
+}
 
 /// A point-in-time copy of a loader's counters, cumulative over its life.
 struct StatsSnapshot {
@@ -98,5 +116,44 @@ struct StatsSnapshot {
   /// order): two runs that delivered the same rows in the same order have the same digest.
   std::string delivered_digest;
 };
+
+/// StatsSnapshot's fields by name, in its order: the keys of Loader.stats() in Python
+/// (stoker/fields.h). A counter is added to the struct, with its doc, and here.
+constexpr auto FieldsOf(const StatsSnapshot&) {
+  using S = StatsSnapshot;
+  return std::tuple{Field{"rows", &S::rows},
+                    Field{"batches", &S::batches},
+                    Field{"units_read", &S::units_read},
+                    Field{"bytes_read", &S::bytes_read},
+                    Field{"requests", &S::requests},
+                    Field{"bytes_fetched", &S::bytes_fetched},
+                    Field{"retries", &S::retries},
+                    Field{"metadata_requests", &S::metadata_requests},
+                    Field{"metadata_bytes", &S::metadata_bytes},
+                    Field{"metadata_seconds", &S::metadata_seconds},
+                    Field{"index_used", &S::index_used},
+                    Field{"index_stale", &S::index_stale},
+                    Field{"files_pruned", &S::files_pruned},
+                    Field{"files_opened", &S::files_opened},
+                    Field{"read_seconds", &S::read_seconds},
+                    Field{"decode_seconds", &S::decode_seconds},
+                    Field{"assemble_seconds", &S::assemble_seconds},
+                    Field{"transform_seconds", &S::transform_seconds},
+                    Field{"units_in_flight_peak", &S::units_in_flight_peak},
+                    Field{"units_in_flight_mean", &S::units_in_flight_mean},
+                    Field{"row_groups_pruned", &S::row_groups_pruned},
+                    Field{"wait_seconds", &S::wait_seconds},
+                    Field{"wait_per_batch", &S::wait_per_batch},
+                    Field{"recent_rows_per_second", &S::recent_rows_per_second},
+                    Field{"cache_hits", &S::cache_hits},
+                    Field{"cache_misses", &S::cache_misses},
+                    Field{"cache_bytes_read", &S::cache_bytes_read},
+                    Field{"cache_bytes_written", &S::cache_bytes_written},
+                    Field{"cache_evictions", &S::cache_evictions},
+                    Field{"cache_corrupt", &S::cache_corrupt},
+                    Field{"skipped_units", &S::skipped_units},
+                    Field{"skipped_rows", &S::skipped_rows},
+                    Field{"delivered_digest", &S::delivered_digest}};
+}
 
 }  // namespace stoker

@@ -499,6 +499,8 @@ def validate_rank(rank: int, world_size: int) -> None:
     Raises ValueError unless 0 <= rank < world_size (the check LoaderOptions uses).
     """
 
+RESUME_IDENTITY: tuple = ...
+
 def read_cpu_budget(cgroup_root: str = '/sys/fs/cgroup') -> dict:
     """
     The CPUs this process may use and this rank's share (what num_threads=None resolves to): the affinity mask, the cgroup's CPU quota, the ranks on this node.

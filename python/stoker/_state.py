@@ -4,6 +4,7 @@ loader that loads it. See docs/determinism.md."""
 from __future__ import annotations
 
 import hashlib
+import json
 import warnings
 from typing import Any
 
@@ -16,23 +17,17 @@ def columns_digest(names: list[str]) -> str:
     return hashlib.sha256("\x00".join(names).encode()).hexdigest()[:32]
 
 
+# The resume identity, as the engine defines it (include/stoker/stream_identity.h,
+# kResumeIdentity): (state key, config key, checked, what a mismatch names, the JSON value a
+# state saved before the field existed meant, or None).
+_IDENTITY = _core.RESUME_IDENTITY
+
+
 def identity(config: dict[str, Any]) -> dict[str, Any]:
     """What a saved state must match, from a loader's configuration: the JSON a server
     advertises, which a local loader reports too (docs/serve.md)."""
-    return {
-        "dataset_fingerprint": config["dataset_fingerprint"],
-        "files": config["files"],
-        "rows": config["rows"],
-        "seed": config["seed"],
-        "shuffle": config["shuffle"],
-        "shuffle_window": config["shuffle_window"],
-        "batch_size": config["batch_size"],
-        "drop_last": config["drop_last"],
-        "mode": config["mode"],
-        "pad_to_equal_steps": config["pad_to_equal_steps"],
-        "columns_digest": columns_digest(config["columns"]),
-        "filter_digest": config["filter_digest"],
-    }
+    return {name: columns_digest(config[key]) if name == "columns_digest" else config[key]
+            for name, key, *_ in _IDENTITY}
 
 
 def merge_round(rounds: list[list[int]], world_size: int, rows: int) -> list[list[int]]:
@@ -103,21 +98,11 @@ def make_state(*, epoch: int, rounds: list[list[int]], rank: int, world_size: in
     }
 
 
-# Fields that must match for the rest of the epoch to be exactly the planned rows.
-# Fields added after version 1 was written, with the value a state without them meant.
-_ADDED = {"mode": "train", "pad_to_equal_steps": False}
-_CHECKED = {
-    "dataset_fingerprint": "the dataset (files added, removed or changed)",
-    "seed": "seed",
-    "shuffle": "shuffle",
-    "shuffle_window": "shuffle_window",
-    "batch_size": "batch_size",
-    "drop_last": "drop_last",
-    "mode": "mode",
-    "pad_to_equal_steps": "pad_to_equal_steps",
-    "columns_digest": "the column set",
-    "filter_digest": "the filter",
-}
+# Fields that must match for the rest of the epoch to be exactly the planned rows, with what
+# the error calls them; and fields added after version 1 was written, with the value a state
+# without them meant.
+_CHECKED = {name: what for name, _, checked, what, _ in _IDENTITY if checked}
+_ADDED = {name: json.loads(absent) for name, *_, absent in _IDENTITY if absent is not None}
 
 
 def check_state(state: Any, identity: dict[str, Any], *, strict: bool) -> tuple[int, list]:

@@ -9,12 +9,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "manifest/chunk_checksums.h"
 #include "manifest/footer_reader.h"
 #include "manifest/source.h"
 #include "manifest/summary_skim.h"
+#include "stoker/fields.h"
 #include "stoker/options.h"
 #include "telemetry/stats.h"
 
@@ -77,6 +79,14 @@ struct IndexReport {
   /// Bytes of column chunks read for the checksums (0 without them).
   int64_t bytes_checksummed = 0;
 };
+
+/// IndexReport's fields by name: write_index's dict in Python (stoker/fields.h).
+constexpr auto FieldsOf(const IndexReport&) {
+  using R = IndexReport;
+  return std::tuple{Field{"path", &R::path}, Field{"files", &R::files},
+                    Field{"row_groups", &R::row_groups}, Field{"bytes", &R::bytes},
+                    Field{"bytes_checksummed", &R::bytes_checksummed}};
+}
 
 /// Writes `<directory>/_metadata` for the directory `source` (local or a URI): every data
 /// file's footer (read `storage.metadata_threads` at a time) with its column chunks naming

@@ -8,10 +8,15 @@
 #include <arrow/result.h>
 #include <arrow/status.h>
 #include <nanobind/nanobind.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
 
 #include <exception>
 #include <memory>
 #include <string>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -48,6 +53,51 @@ T ValueOrThrow(arrow::Result<T> result) {
   return std::move(result).ValueUnsafe();
 }
 
+/// A struct that lists its fields (stoker/fields.h: a `FieldsOf` overload beside it).
+template <typename T>
+concept HasFields = requires(const T& value) {
+  FieldsOf(value);
+};
+
+template <typename T>
+struct IsVector : std::false_type {};
+template <typename T>
+struct IsVector<std::vector<T>> : std::true_type {};
+
+/// A vector of such structs (a concept, so that value_type is only asked of vectors).
+template <typename T>
+concept VectorOfFields = IsVector<T>::value && HasFields<typename T::value_type>;
+
+/// A value as Python sees it: a struct with fields becomes a dict keyed by their names (in
+/// their order), a vector of such structs a list of dicts, anything else what nanobind's
+/// casters make of it (numbers, str, None for an empty optional, lists). The one way C++
+/// results (stats, reports) reach Python: a field added to a struct's list needs nothing here.
+template <typename T>
+nb::object ToPython(const T& value) {
+  if constexpr (HasFields<T>) {
+    nb::dict out;
+    std::apply(
+        [&](const auto&... field) {
+          ((out[nb::str(field.name.data(), field.name.size())] = ToPython(value.*field.member)),
+           ...);
+        },
+        FieldsOf(value));
+    return out;
+  } else if constexpr (VectorOfFields<T>) {
+    nb::list out;
+    for (const auto& element : value) out.append(ToPython(element));
+    return out;
+  } else {
+    return nb::cast(value);
+  }
+}
+
+/// ToPython of a struct with fields, as the dict it is.
+template <HasFields T>
+nb::dict ToDict(const T& value) {
+  return nb::borrow<nb::dict>(ToPython(value));
+}
+
 /// What a Python consumer receives: dicts of numpy arrays, torch tensors, jax.Arrays or
 /// TensorFlow tensors (all over the engine's buffers, through DLPack), or Arrow batches.
 enum class Output { kNumpy, kTorch, kJax, kTensorflow, kArrow };
@@ -77,10 +127,6 @@ nb::dict ToTensors(const arrow::RecordBatch& batch, Output output,
 /// raised as they come. The loaders are kept alive as long as the epoch.
 nb::object WrapEpoch(std::unique_ptr<BatchStream> stream, Output output,
                      std::vector<std::string> ragged, std::vector<std::shared_ptr<Loader>> loaders);
-
-/// A CPU budget as a dict: affinity, cgroup_quota (None: none), cpus, ranks_per_node,
-/// ranks_from (None: no launcher variable), threads.
-nb::dict CpuBudgetDict(const CpuBudget& budget);
 
 /// A Loader as Python holds it (stoker._core.Loader, bound in loader.cc): the engine's Loader
 /// and the output kind its epochs deliver.

@@ -15,17 +15,6 @@ namespace stoker::python {
 
 namespace {
 
-nb::dict TimingsDict(const ProbeTimings& t) {
-  nb::dict out;
-  out["count"] = t.count;
-  out["p50_us"] = t.p50_us;
-  out["p99_us"] = t.p99_us;
-  out["max_us"] = t.max_us;
-  out["over_1ms"] = t.slow;
-  out["over_1ms_blocked"] = t.slow_blocked;
-  return out;
-}
-
 struct ProbeHandle {
   std::unique_ptr<FaultProbe> probe;
 };
@@ -55,11 +44,7 @@ void BindFaultProbe(nb::module_& m) {
               nb::gil_scoped_release release;
               summary = handle.probe->Stop();
             }
-            nb::dict out;
-            out["touches"] = TimingsDict(summary.touches);
-            out["maps"] = TimingsDict(summary.maps);
-            out["seconds"] = summary.seconds;
-            return out;
+            return ToDict(summary);
           },
           "Stops the probe (once) and returns its timings: seconds, and for touches and "
           "maps each count, p50_us, p99_us, max_us, over_1ms and over_1ms_blocked.");

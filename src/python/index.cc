@@ -21,13 +21,8 @@ void BindIndex(nb::module_& m) {
           nb::gil_scoped_release release;
           report = ValueOrThrow(WriteDatasetIndex(source, storage, overwrite, checksums));
         }
-        nb::dict out;
-        out["path"] = report.path;
-        out["files"] = report.files;
-        out["row_groups"] = report.row_groups;
-        out["bytes"] = report.bytes;
+        nb::dict out = ToDict(report);
         out["checksums"] = checksums;
-        out["bytes_checksummed"] = report.bytes_checksummed;
         return out;
       },
       nb::arg("source"), nb::arg("storage"), nb::arg("overwrite") = false,

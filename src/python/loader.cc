@@ -115,62 +115,10 @@ Epoch* StartEpoch(const PyLoader& self, int64_t epoch,
 }
 
 nb::dict Stats(const PyLoader& self) {
-  const auto s = self.engine()->stats();
-  nb::dict out;
-  out["rows"] = s.rows;
-  out["batches"] = s.batches;
-  out["units_read"] = s.units_read;
-  out["bytes_read"] = s.bytes_read;
-  out["read_seconds"] = s.read_seconds;
-  out["decode_seconds"] = s.decode_seconds;
-  out["assemble_seconds"] = s.assemble_seconds;
-  out["wait_seconds"] = s.wait_seconds;
-  nb::dict wait;
-  wait["count"] = s.wait_per_batch.count;
-  wait["sum"] = s.wait_per_batch.sum_seconds;
-  wait["p50"] = s.wait_per_batch.p50_seconds;
-  wait["p90"] = s.wait_per_batch.p90_seconds;
-  wait["p99"] = s.wait_per_batch.p99_seconds;
-  wait["max"] = s.wait_per_batch.max_seconds;
-  wait["bucket_bounds"] = s.wait_per_batch.bounds;
-  wait["bucket_counts"] = s.wait_per_batch.counts;
-  out["wait_per_batch"] = wait;
-  out["recent_rows_per_second"] = s.recent_rows_per_second;
+  nb::dict out = ToDict(self.engine()->stats());
   out["threads"] = self.engine()->options().ResolvedThreads();
   out["io_threads"] = self.engine()->options().storage.ResolvedIoThreads();
-  out["cpu_budget"] = CpuBudgetDict(self.engine()->cpu_budget());
-  out["delivered_digest"] = s.delivered_digest;
-  out["transform_seconds"] = s.transform_seconds;
-  out["row_groups_pruned"] = s.row_groups_pruned;
-  out["units_in_flight_peak"] = s.units_in_flight_peak;
-  out["units_in_flight_mean"] = s.units_in_flight_mean;
-  out["requests"] = s.requests;
-  out["bytes_fetched"] = s.bytes_fetched;
-  out["retries"] = s.retries;
-  out["metadata_requests"] = s.metadata_requests;
-  out["metadata_bytes"] = s.metadata_bytes;
-  out["metadata_seconds"] = s.metadata_seconds;
-  out["index_used"] = s.index_used;
-  out["index_stale"] = s.index_stale;
-  out["files_pruned"] = s.files_pruned;
-  out["files_opened"] = s.files_opened;
-  out["cache_hits"] = s.cache_hits;
-  out["cache_misses"] = s.cache_misses;
-  out["cache_bytes_read"] = s.cache_bytes_read;
-  out["cache_bytes_written"] = s.cache_bytes_written;
-  out["cache_evictions"] = s.cache_evictions;
-  out["cache_corrupt"] = s.cache_corrupt;
-  nb::list skipped;
-  for (const auto& unit : s.skipped_units) {
-    nb::dict entry;
-    entry["file"] = unit.file;
-    entry["row_group"] = unit.row_group;
-    entry["rows"] = unit.rows;
-    entry["error"] = unit.error;
-    skipped.append(entry);
-  }
-  out["skipped_units"] = skipped;
-  out["skipped_rows"] = s.skipped_rows;
+  out["cpu_budget"] = ToDict(self.engine()->cpu_budget());
   return out;
 }
 
@@ -204,18 +152,6 @@ nb::object WrapEpoch(std::unique_ptr<BatchStream> stream, Output output,
                   nb::rv_policy::take_ownership);
 }
 
-nb::dict CpuBudgetDict(const CpuBudget& budget) {
-  nb::dict out;
-  out["affinity"] = budget.affinity;
-  out["cgroup_quota"] = budget.cgroup_quota ? nb::cast(*budget.cgroup_quota) : nb::none();
-  out["cpus"] = budget.cpus;
-  out["ranks_per_node"] = budget.ranks_per_node;
-  out["ranks_from"] = budget.ranks_from.empty() ? nb::none() : nb::cast(budget.ranks_from);
-  out["own_cpus"] = budget.own_cpus;
-  out["threads"] = budget.threads;
-  return out;
-}
-
 PyLoader::PyLoader(LoaderOptions options, const std::string& output)
     : output_(ParseOutput(output)) {
   options.output = output_ == Output::kArrow ? OutputKind::kArrow : OutputKind::kTensor;
@@ -223,9 +159,18 @@ PyLoader::PyLoader(LoaderOptions options, const std::string& output)
 }
 
 void BindLoader(nb::module_& m) {
+  // The resume identity's fields (stoker/stream_identity.h): (name, config key, checked,
+  // what a mismatch names, the JSON a state without the field meant or None).
+  nb::list identity;
+  for (const IdentityField& field : kResumeIdentity) {
+    identity.append(nb::make_tuple(
+        field.name, field.config_key, field.checked, field.what,
+        field.absent == nullptr ? nb::object(nb::none()) : nb::object(nb::str(field.absent))));
+  }
+  m.attr("RESUME_IDENTITY") = nb::tuple(identity);
   m.def(
       "read_cpu_budget",
-      [](const std::string& cgroup_root) { return CpuBudgetDict(ReadCpuBudget(cgroup_root)); },
+      [](const std::string& cgroup_root) { return ToDict(ReadCpuBudget(cgroup_root)); },
       nb::arg("cgroup_root") = "/sys/fs/cgroup",
       "The CPUs this process may use and this rank's share (what num_threads=None resolves "
       "to): the affinity mask, the cgroup's CPU quota, the ranks on this node.");

@@ -31,21 +31,7 @@ class PyServer {
   std::string Config() const { return service_->config_json(); }
   void Serve() { ThrowIfError(service_->Serve()); }
   void Shutdown() { ThrowIfError(service_->Shutdown()); }
-  nb::dict Stats() const {
-    const ServeStats s = service_->stats();
-    nb::dict out;
-    out["streams_started"] = s.streams_started;
-    out["streams_active"] = s.streams_active;
-    out["streams_refused_busy"] = s.streams_refused_busy;
-    out["streams_released_idle"] = s.streams_released_idle;
-    out["bad_tickets"] = s.bad_tickets;
-    out["unauthenticated"] = s.unauthenticated;
-    out["stream_errors"] = s.stream_errors;
-    out["batches_sent"] = s.batches_sent;
-    out["rows_sent"] = s.rows_sent;
-    out["bytes_sent"] = s.bytes_sent;
-    return out;
-  }
+  nb::dict Stats() const { return ToDict(service_->stats()); }
 
  private:
   std::unique_ptr<FlightService> service_;

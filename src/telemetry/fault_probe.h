@@ -7,8 +7,10 @@
 #include <cstdint>
 #include <memory>
 #include <thread>
+#include <tuple>
 #include <vector>
 
+#include "stoker/fields.h"
 #include "util/thread_annotations.h"
 
 namespace stoker {
@@ -37,6 +39,14 @@ struct ProbeTimings {
   int64_t slow = 0, slow_blocked = 0;
 };
 
+/// ProbeTimings' fields by the names the doctor's probe reports them under (stoker/fields.h).
+constexpr auto FieldsOf(const ProbeTimings&) {
+  using T = ProbeTimings;
+  return std::tuple{Field{"count", &T::count},   Field{"p50_us", &T::p50_us},
+                    Field{"p99_us", &T::p99_us}, Field{"max_us", &T::max_us},
+                    Field{"over_1ms", &T::slow}, Field{"over_1ms_blocked", &T::slow_blocked}};
+}
+
 /// What a FaultProbe measured.
 struct FaultProbeSummary {
   ProbeTimings touches;  // first touch of a fresh page: one minor page fault each
@@ -44,6 +54,13 @@ struct FaultProbeSummary {
                          // memory-map lock for writing)
   double seconds = 0;    // from Start to Stop
 };
+
+/// FaultProbeSummary's fields by name (stoker/fields.h).
+constexpr auto FieldsOf(const FaultProbeSummary&) {
+  using S = FaultProbeSummary;
+  return std::tuple{Field{"touches", &S::touches}, Field{"maps", &S::maps},
+                    Field{"seconds", &S::seconds}};
+}
 
 /// A thread that maps fresh anonymous pages, times the first touch of each (a page fault) and
 /// the mmap/munmap calls, and tells slow ones apart by whether the thread slept. A page fault

@@ -157,7 +157,9 @@ CpuBudget ReadCpuBudget(const std::string& cgroup_root) {
     const int quota_cpus = static_cast<int>(std::floor(*budget.cgroup_quota));
     budget.cpus = std::max(1, std::min(budget.affinity, quota_cpus));
   }
-  budget.ranks_per_node = RanksPerNode(&budget.ranks_from);
+  std::string ranks_from;
+  budget.ranks_per_node = RanksPerNode(&ranks_from);
+  if (!ranks_from.empty()) budget.ranks_from = ranks_from;
   const long online = sysconf(_SC_NPROCESSORS_ONLN);
   budget.own_cpus = online > 0 && budget.affinity < online;
   budget.threads = std::max(1, budget.own_cpus ? budget.cpus : budget.cpus / budget.ranks_per_node);
