@@ -9,7 +9,7 @@ namespace stoker {
 /// Writes a transform spec's canonical form: a JSON list of one object per op, keys in the
 /// order the op writes them, numbers in round-trip precision (17 significant digits, infinities
 /// as "inf"/"-inf"). The form keys disk caches and Flight config digests: a change to what it
-/// writes for an existing spec invalidates them (tests/cpp/transform/transform_ops_test.cc has a
+/// writes for an existing spec invalidates them (tests/cpp/transform/canonical_writer_test.cc has a
 /// golden).
 class CanonicalWriter {
  public:

@@ -88,6 +88,12 @@ class Stack final : public CompiledOp {
 
 arrow::Result<std::unique_ptr<CompiledOp>> Compile(const TransformOp& op, SchemaStep* step) {
   ARROW_ASSIGN_OR_RAISE(auto to, ParseDtype(op.dtype.empty() ? kDefaultDtype : op.dtype));
+  // Rows are interleaved a value's bytes at a time; bool packs 8 values to a byte.
+  if (to->byte_width() <= 0) {
+    return arrow::Status::Invalid(
+        "dtype '", op.dtype, "' is not a fixed-width number type: ",
+        "stack takes int8 to int64, uint8 to uint64 and float16 to float64");
+  }
   if (op.output.empty()) return arrow::Status::Invalid("needs an output column name");
   std::vector<int> inputs;
   for (const auto& column : op.columns) {
