@@ -136,7 +136,10 @@ arrow::Status Inflate(const uint8_t* in, uint64_t in_size, std::vector<uint8_t>*
   if (inflateInit2(&stream, -MAX_WBITS) != Z_OK) return arrow::Status::OutOfMemory("zlib");
   stream.next_in = const_cast<uint8_t*>(in);
   stream.avail_in = static_cast<uInt>(in_size);
-  stream.next_out = out->data();
+  // zlib refuses a null output pointer, which an empty vector's data() may be: an empty
+  // member still has a deflate stream (its final block) to consume.
+  uint8_t no_output = 0;
+  stream.next_out = out->empty() ? &no_output : out->data();
   stream.avail_out = static_cast<uInt>(out->size());
   const int result = inflate(&stream, Z_FINISH);
   const uint64_t produced = stream.total_out;

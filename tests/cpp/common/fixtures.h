@@ -81,6 +81,34 @@ inline void WriteDataset(const std::filesystem::path& dir, int files, int64_t ro
   }
 }
 
+/// Expects `schema` to be WriteDataset's columns, `vec` a fixed-size list of 3 floats whatever
+/// its child field is named (Arrow versions name it differently).
+inline void ExpectDatasetSchema(const arrow::Schema& schema) {
+  ASSERT_EQ(schema.num_fields(), 5);
+  EXPECT_EQ(schema.field(0)->ToString(), "row_id: int64");
+  EXPECT_EQ(schema.field(1)->ToString(), "value: float");
+  EXPECT_EQ(schema.field(2)->name(), "vec");
+  ASSERT_EQ(schema.field(2)->type()->id(), arrow::Type::FIXED_SIZE_LIST);
+  const auto& vec = static_cast<const arrow::FixedSizeListType&>(*schema.field(2)->type());
+  EXPECT_EQ(vec.list_size(), 3);
+  EXPECT_EQ(vec.value_type()->id(), arrow::Type::FLOAT);
+  EXPECT_EQ(schema.field(3)->ToString(), "name: string");
+  EXPECT_EQ(schema.field(4)->ToString(), "maybe: int32");
+}
+
+/// Writes `table` to `path` as Parquet, `row_group_size` rows per row group, with the Arrow
+/// schema stored as pyarrow stores it; `properties` as the writer's (statistics on by default).
+inline void WriteTable(
+    const std::filesystem::path& path, const arrow::Table& table, int64_t row_group_size,
+    std::shared_ptr<parquet::WriterProperties> properties = parquet::default_writer_properties()) {
+  auto out = arrow::io::FileOutputStream::Open(path.string()).ValueOrDie();
+  auto arrow_properties = parquet::ArrowWriterProperties::Builder().store_schema()->build();
+  ASSERT_TRUE(parquet::arrow::WriteTable(table, arrow::default_memory_pool(), out, row_group_size,
+                                         properties, arrow_properties)
+                  .ok());
+  ASSERT_TRUE(out->Close().ok());
+}
+
 /// Global row indices (dataset order) of batch `b` of `plan`, in order; `units` are the
 /// units the plan's unit indices refer to.
 inline std::vector<int64_t> PlannedRows(const EpochPlan& plan, const std::vector<Unit>& units,

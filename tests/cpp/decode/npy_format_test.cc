@@ -1,5 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
-// The .npy parser and the .npz reader of src/decode: the layouts np.save writes (row- and
+// The .npy parser of src/decode: the layouts np.save writes (row- and
 // column-major, either byte order) and the malformed headers that must be errors.
 #include "decode/npy_format.h"
 
@@ -9,22 +9,12 @@
 #include <string>
 #include <vector>
 
-#include "decode/npz_archive.h"
+#include "decode/decode_test_util.h"
 
 namespace stoker {
 namespace {
 
-// np.save's bytes for a header dict and raw values (version 1: a 2-byte header length).
-std::string Npy(const std::string& dict, const std::string& values) {
-  std::string header = dict;
-  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
-  header += '\n';
-  std::string out = "\x93NUMPY\x01";
-  out += '\0';
-  out += static_cast<char>(header.size() & 0xFF);
-  out += static_cast<char>(header.size() >> 8);
-  return out + header + values;
-}
+using testing::Npy;
 
 std::vector<int32_t> Copied(const NpyArray& array) {
   std::vector<int32_t> out(static_cast<size_t>(array.num_elements()));
@@ -96,36 +86,6 @@ TEST(NpyFormatTest, MalformedHeadersAreErrors) {
     ASSERT_FALSE(array.ok()) << message;
     EXPECT_NE(array.status().message().find(message), std::string::npos)
         << array.status().message();
-  }
-}
-
-TEST(NpzArchiveTest, ReadsAStoredMemberAndRefusesBrokenArchives) {
-  // A zip of one stored (uncompressed) member "arr.npy" holding "abc".
-  auto le = [](uint64_t v, int n) {
-    std::string s;
-    for (int i = 0; i < n; ++i) s += static_cast<char>((v >> (8 * i)) & 0xFF);
-    return s;
-  };
-  const std::string name = "arr.npy", body = "abc";
-  std::string zip = le(0x04034b50, 4) + le(20, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(0, 4) +
-                    le(3, 4) + le(3, 4) + le(name.size(), 2) + le(0, 2) + name + body;
-  const size_t directory = zip.size();
-  zip += le(0x02014b50, 4) + le(20, 2) + le(20, 2) + le(0, 2) + le(0, 2) + le(0, 4) + le(0, 4) +
-         le(3, 4) + le(3, 4) + le(name.size(), 2) + le(0, 2) + le(0, 2) + le(0, 2) + le(0, 2) +
-         le(0, 4) + le(0, 4) + name;
-  const size_t directory_size = zip.size() - directory;
-  zip += le(0x06054b50, 4) + le(0, 2) + le(0, 2) + le(1, 2) + le(1, 2) + le(directory_size, 4) +
-         le(directory, 4) + le(0, 2);
-  const auto* data = reinterpret_cast<const uint8_t*>(zip.data());
-  const auto member = ReadZipMember(data, static_cast<int64_t>(zip.size()), name, 100);
-  ASSERT_TRUE(member.ok()) << member.status().ToString();
-  EXPECT_EQ(std::string(member->begin(), member->end()), body);
-  EXPECT_FALSE(ReadZipMember(data, static_cast<int64_t>(zip.size()), "other.npy", 100).ok());
-  const auto too_big = ReadZipMember(data, static_cast<int64_t>(zip.size()), name, 2);
-  ASSERT_FALSE(too_big.ok());
-  EXPECT_NE(too_big.status().message().find("more than the 2"), std::string::npos);
-  for (size_t cut = 0; cut < zip.size(); cut += 7) {
-    EXPECT_FALSE(ReadZipMember(data, static_cast<int64_t>(cut), name, 100).ok()) << cut;
   }
 }
 

@@ -1,0 +1,73 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "manifest/counting_file.h"
+
+#include <arrow/io/memory.h>
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace stoker {
+namespace {
+
+const std::string kBytes = "0123456789abcdef";
+
+std::shared_ptr<arrow::io::RandomAccessFile> Inner() {
+  return std::make_shared<arrow::io::BufferReader>(arrow::Buffer::FromString(kBytes));
+}
+
+TEST(CountingFileTest, EveryReadIsOneRequestOfTheBytesAskedFor) {
+  Stats stats;
+  CountingFile file(Inner(), &stats);
+  char out[4];
+  ASSERT_EQ(file.Read(3, out).ValueOrDie(), 3);
+  EXPECT_EQ(std::string(out, 3), "012");
+  EXPECT_EQ(file.Tell().ValueOrDie(), 3);
+  EXPECT_EQ(file.Read(2).ValueOrDie()->ToString(), "34");
+  EXPECT_EQ(file.ReadAt(10, 4).ValueOrDie()->ToString(), "abcd");
+  ASSERT_EQ(file.ReadAt(12, 4, out).ValueOrDie(), 4);
+  EXPECT_EQ(std::string(out, 4), "cdef");
+  EXPECT_EQ(file.ReadAsync({}, 5, 3).result().ValueOrDie()->ToString(), "567");
+  ASSERT_TRUE(file.Seek(1).ok());
+  EXPECT_EQ(file.Tell().ValueOrDie(), 1);
+  EXPECT_EQ(file.GetSize().ValueOrDie(), 16);
+  const StatsSnapshot counted = stats.Snapshot();
+  EXPECT_EQ(counted.requests, 5);
+  EXPECT_EQ(counted.bytes_fetched, 3 + 2 + 4 + 4 + 3);
+  EXPECT_EQ(counted.metadata_requests, 0);
+  EXPECT_FALSE(file.closed());
+  ASSERT_TRUE(file.Close().ok());
+  EXPECT_TRUE(file.closed());
+}
+
+TEST(CountingFileTest, MetadataReadsAreCountedApart) {
+  Stats stats;
+  CountingFile file(Inner(), &stats, RequestKind::kMetadata);
+  EXPECT_EQ(file.ReadAt(8, 8).ValueOrDie()->ToString(), "89abcdef");
+  EXPECT_EQ(file.ReadAt(0, 2).ValueOrDie()->ToString(), "01");
+  const StatsSnapshot counted = stats.Snapshot();
+  EXPECT_EQ(counted.metadata_requests, 2);
+  EXPECT_EQ(counted.metadata_bytes, 10);
+  EXPECT_EQ(counted.requests, 0);
+  EXPECT_EQ(counted.bytes_fetched, 0);
+}
+
+TEST(CountingFileTest, TheLogKeepsWhatBufferReadsReturned) {
+  Stats stats;
+  auto log = std::make_shared<ReadLog>();
+  CountingFile file(Inner(), &stats, RequestKind::kData, log);
+  ASSERT_TRUE(file.ReadAt(0, 4).ok());
+  ASSERT_TRUE(file.ReadAsync({}, 4, 4).result().ok());
+  ASSERT_TRUE(file.ReadAt(8, 2, /*allow_short_read=*/false).ok());
+  const auto* data = reinterpret_cast<const uint8_t*>(kBytes.data());
+  EXPECT_EQ(log->Checksum({0, 10}).ValueOrDie(), ChunkChecksum(data, 10));
+  EXPECT_EQ(log->Checksum({3, 5}).ValueOrDie(), ChunkChecksum(data + 3, 5));
+  // Bytes no read returned cannot be checked.
+  EXPECT_FALSE(log->Checksum({8, 4}).ok());
+  // A failed read is counted (it was asked of the store) but logs nothing.
+  EXPECT_FALSE(file.ReadAt(100, 4).ok());
+  EXPECT_EQ(stats.Snapshot().requests, 4);
+  EXPECT_FALSE(log->Checksum({10, 1}).ok());
+}
+
+}  // namespace
+}  // namespace stoker
