@@ -494,6 +494,8 @@ DEFAULT_TRACE_EVENTS: int = 262144
 
 DEFAULT_SHUFFLE_WINDOW: int = 262144
 
+DEFAULT_METADATA_THREADS: int = 64
+
 def validate_rank(rank: int, world_size: int) -> None:
     """
     Raises ValueError unless 0 <= rank < world_size (the check LoaderOptions uses).

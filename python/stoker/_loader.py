@@ -24,7 +24,18 @@ import pyarrow.compute as pc
 # so live epochs are closed first (atexit runs last-registered first).
 import pyarrow.fs
 
-from stoker import _core, _cuda, _cursor, _frameworks, _hints, _mixture, _options, _state, _tables
+from stoker import (
+    _core,
+    _cuda,
+    _cursor,
+    _frameworks,
+    _hints,
+    _keywords,
+    _mixture,
+    _options,
+    _state,
+    _tables,
+)
 
 # Batches the batch_transform thread keeps ready when prefetch is None.
 _TRANSFORMED_AHEAD = 2
@@ -202,112 +213,7 @@ class _EpochIterator(_cursor.EpochIterator):
 
 
 class Loader(_cursor.EpochLoader):
-    """Reads a Parquet dataset as exact, deterministic, shuffled batches.
-
-    Each ``iter(loader)`` is one epoch; epochs count up from 0 unless ``set_epoch`` says
-    otherwise. With the same dataset, seed, epoch, rank and world size the batches are
-    bit-identical whatever ``num_threads`` is.
-
-    Args:
-        source: a Parquet file, a directory (searched recursively for ``*.parquet``), a glob,
-            or a list of those. Files are read in sorted path order. Or a table pinned to a
-            version: ``stoker.delta_table(uri, version=...)`` or ``stoker.iceberg_table(catalog,
-            "db.table", snapshot_id=...)`` (docs/partitions-and-tables.md). A
-            ``stoker.Mixture`` of several sources returns a ``MixtureLoader`` instead
-            (docs/mixtures.md).
-        columns: columns to read, in output order; None reads all.
-        batch_size: rows per batch. Every batch has exactly this many rows except possibly
-            the last of an epoch (dropped when ``drop_last``).
-        shuffle: shuffle rows; False delivers file order, row-group order, row order.
-        seed: key of the shuffle; the same seed gives the same batches.
-        shuffle_window: rows mixed together (rounded up to whole row groups); memory holds
-            about this many decoded rows. None: 262144.
-        rank, world_size: this process's data-parallel rank. Ranks see disjoint rows and the
-            same number of batches; at most ``world_size - 1`` rows per epoch are left out
-            (with ``mode="train"``).
-        drop_last: drop a short last batch (not with ``mode="eval"``).
-        mode: "train" (equal slices per rank, equal steps) or "eval": every row exactly once,
-            each rank a contiguous share of the epoch (shares differ by at most one row, so
-            batch counts by at most one). Set ``shuffle=False`` for evaluation in file order
-            (docs/evaluation.md).
-        pad_to_equal_steps: with ``mode="eval"``, every rank delivers the same number of
-            batches, all of ``batch_size`` rows; rows past a rank's share repeat its last
-            row and a bool column ``_valid`` marks the real ones.
-        with_row_origin: add ``_file_index`` (int32, an index into ``loader.files``) and
-            ``_row_in_file`` (int64) to every batch, to join output back to its input. Not
-            with a ``filter``.
-        num_threads: worker threads; None: this rank's share of the CPUs the process may use
-            (affinity mask and cgroup quota, divided by the ranks on this node as
-            ``LOCAL_WORLD_SIZE``, Horovod, MPI, Slurm or Lightning's ``WORLD_SIZE`` say;
-            ``stats()["cpu_budget"]``).
-        prefetch: finished batches kept ready ahead of the consumer; None: 2 per thread.
-        output: "numpy" (dict of np.ndarray), "torch" (dict of torch.Tensor), "jax" (dict
-            of jax.Array), "tensorflow" (dict of tf.Tensor) — each over the engine's buffers,
-            no copy but for bool columns — or "arrow" (pyarrow.RecordBatch).
-        codecs: binary columns holding encoded values (Petastorm's codecs) decoded to tensors
-            per row group in the C++ workers, before the transforms and the cache: a list of
-            dicts ``{"column": "image", "codec": "png", "dtype": "uint8", "shape": [32, 32,
-            3]}``; codec "ndarray", "compressed_ndarray", "png" or "jpeg"; -1 for a dimension
-            of unknown size (the column is then a list: ``output="arrow"`` or a pad
-            transform). ``stoker.petastorm`` builds them from a dataset's stored Unischema
-            (docs/petastorm.md). None: none.
-        transforms: feature transforms run per row group in the C++ workers: a list of
-            dicts such as ``{"op": "log1p", "column": "I1"}`` (docs/transforms.md).
-        filter: a ``pyarrow.compute`` expression; only rows for which it is true are
-            delivered. Row groups whose statistics rule it out are skipped unread.
-        batch_transform: a Python callable applied to each finished batch in a background
-            thread: the slow path, for what the transforms cannot express.
-        storage_options: how to reach ``s3://`` sources: region, endpoint_override, scheme,
-            anonymous, access_key/secret_key/session_token (default: the AWS credential
-            chain), max_attempts, connect_timeout, request_timeout, io_threads,
-            metadata_threads (footer reads in flight while the manifest is built without an
-            index; default 64) (docs/storage.md).
-        partitioning: "hive": ``key=value`` directory names below a directory source
-            become columns after the file columns (URL-decoded,
-            ``__HIVE_DEFAULT_PARTITION__`` null), typed as ``pyarrow.dataset``'s hive
-            discovery types them (int32 when every value is one, else string); a
-            ``pyarrow.Schema`` gives some or all keys their types (and turns discovery on);
-            None (the default, as in ``pyarrow.dataset``): no partition columns.
-            A ``filter`` on partition columns rules whole files out before their footers are
-            read (``stats()["files_pruned"]``; docs/partitions-and-tables.md).
-        index: what a directory's summary file ``_metadata`` (``stoker index``, pyarrow,
-            Dask) does: "use" (None: the default) builds the manifest from it (one read instead of one per
-            footer) and raises ValueError naming the file when it no longer matches the
-            directory (a file added, removed or rewritten); "fallback" reads every footer
-            instead when it is stale; "ignore" never reads it; "trust" takes the directory's
-            files from an index ``stoker index`` wrote without listing the directory, and
-            checks each file's size and modification time at its first read (a file
-            rewritten or removed since is an error naming it; one ADDED since is not seen);
-            with an index ``stoker index --checksums`` wrote, it checks the bytes of each
-            column chunk it reads against their checksum instead (no request per file).
-            The batches are the same either way (docs/large-datasets.md).
-        cache_dir: a local directory caching finished row groups (after projection, filter
-            and transforms) so later epochs skip reads and decoding; the output is the same
-            with or without it (docs/cache.md). None: no cache.
-        cache_limit_bytes: what the cache may hold on disk (0: no limit).
-        cache_policy: "lru" evicts the least recently used entries to stay under the limit;
-            "fill" stores until the limit and then keeps what it has.
-        on_error: "raise" (a row group that cannot be fetched, decoded or checked ends the
-            epoch with its error) or "skip": such a row group is skipped, its rows absent
-            from the batches that held them (shorter batches; the plan, other rows'
-            positions and resume are unchanged), listed in ``stats()["skipped_units"]`` and
-            in ``quarantine_report()`` (docs/bad-data.md).
-        max_bad_units, max_bad_fraction: with ``on_error="skip"``, the most row groups (a
-            count, or a fraction of the dataset's) this loader may skip; one more is an
-            error naming them. None: no limit.
-        trace: a path: keep a timeline of the work (each unit's fetch, decode, transform
-            and staging, each batch's assembly and the consumer's wait, per thread) and
-            write it there as Chrome trace JSON at the end of every epoch (open it in
-            ui.perfetto.dev; docs/observability.md). None: no timeline.
-        trace_events: the spans kept, the last ones (about 40 bytes each); 0 with a
-            ``trace`` path means ``_core.DEFAULT_TRACE_EVENTS`` (262,144).
-        device: "cuda" or "cuda:N" (with ``output="torch"``): batches are assembled in
-            pinned host memory and copied to the GPU on a side stream, ``device_prefetch``
-            batches ahead of the consumer, whose stream waits on each copy's event
-            (docs/frameworks.md). None: batches stay in host memory.
-        device_prefetch: batches in flight to the device (device memory holds this many
-            plus the one being used).
-    """
+    # The docstring is set below the class: its summary and every keyword's doc (_keywords).
 
     def __new__(cls, source: Any = None, *args: Any, **kwargs: Any) -> Any:
         # A stoker.Mixture is read by a MixtureLoader (docs/mixtures.md), which takes the
@@ -531,6 +437,13 @@ class Loader(_cursor.EpochLoader):
 Loader.__signature__ = inspect.signature(Loader.__init__).replace(  # type: ignore[attr-defined]
     parameters=list(inspect.signature(Loader.__init__).parameters.values())[1:])
 
+
+
+_keywords.document(Loader, """Reads a Parquet dataset as exact, deterministic, shuffled batches.
+
+    Each ``iter(loader)`` is one epoch; epochs count up from 0 unless ``set_epoch`` says
+    otherwise. With the same dataset, seed, epoch, rank and world size the batches are
+    bit-identical whatever ``num_threads`` is.""")
 
 def _check_python_options(output: str, batch_transform: Any) -> None:
     """The options the engine never sees: the framework of `output` must be importable; a

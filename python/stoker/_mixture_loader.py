@@ -14,7 +14,7 @@ from typing import Any, cast
 
 import pyarrow as pa
 
-from stoker import _core, _cursor, _frameworks, _loader, _mixture, _options, _state
+from stoker import _core, _cursor, _frameworks, _keywords, _loader, _mixture, _options, _state
 
 _DEFAULTS = _options.LOADER_DEFAULTS
 
@@ -26,30 +26,8 @@ _NOT_WITH_MIXTURE = ("mode", "pad_to_equal_steps", "with_row_origin", "batch_tra
 
 
 class MixtureLoader(_cursor.EpochLoader):
-    """Reads a ``stoker.Mixture`` as exact, deterministic batches; ``stoker.Loader`` returns
-    one when its source is a Mixture. Each ``iter()`` is one epoch of the mixture.
-
-    The source of every position of an epoch is a pure function of (seed, epoch, position);
-    ranks take equal contiguous slices of the epoch's positions, so they get the same number
-    of batches; the state is the epoch and the rows consumed (``state_dict``), from which each
-    source's position is recomputed, and it resumes at any world size (the elastic rule).
-    Within a batch, rows are grouped by source, in source order.
-
-    Args (the rest as ``stoker.Loader`` documents them, applied to every source):
-        mixture: the sources and their policy.
-        seed: keys the interleaving and, through ``_core.mixture_source_seed``, each
-            source's own shuffle.
-        shuffle: False reads each source in file order (the interleaving stays seeded).
-        shuffle_window: rows mixed together, split among the sources by their share of the
-            epoch's positions (a batch draws from all their windows at once): memory holds
-            about as many decoded rows as a Loader's. None: 262144.
-        num_threads: the worker threads of the whole mixture, as a Loader's (None: this
-            rank's share of the CPUs): one pool every source's engine submits its work to,
-            not threads per source.
-        prefetch, cache_dir, cache_limit_bytes, cache_policy, storage_options, index: per
-            source (each source's engine keeps its own ``prefetch`` batches).
-        output: "numpy", "torch", "jax", "tensorflow" or "arrow".
-    """
+    # The docstring is set below the class: its own keywords' docs, the rest the Loader's
+    # (_keywords).
 
     def __init__(
         self,
@@ -74,11 +52,9 @@ class MixtureLoader(_cursor.EpochLoader):
     ) -> None:
         _check_other_options(others)
         _frameworks.check_output(output)
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-            raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
-        if not isinstance(world_size, int) or world_size < 1 or not 0 <= rank < world_size:
-            raise ValueError(f"rank must be in [0, world_size) and world_size >= 1, got "
-                             f"rank={rank!r}, world_size={world_size!r}")
+        # The sources' engines check batch_size; rank and world_size, which no source sees
+        # (each reads at world size 1), the engine's LoaderOptions::Validate checks here.
+        _core.validate_rank(rank, world_size)
         self._mixture, self._output = mixture, output
         self._batch_size, self._drop_last = batch_size, drop_last
         self._rank, self._world_size = rank, world_size
@@ -173,6 +149,31 @@ class MixtureLoader(_cursor.EpochLoader):
             "sources": sources,
         }
 
+
+
+_keywords.document(MixtureLoader, """Reads a ``stoker.Mixture`` as exact, deterministic
+    batches; ``stoker.Loader`` returns one when its source is a Mixture. Each ``iter()`` is one
+    epoch of the mixture.
+
+    The source of every position of an epoch is a pure function of (seed, epoch, position);
+    ranks take equal contiguous slices of the epoch's positions, so they get the same number
+    of batches; the state is the epoch and the rows consumed (``state_dict``), from which each
+    source's position is recomputed, and it resumes at any world size (the elastic rule).
+    Within a batch, rows are grouped by source, in source order. The keywords not described
+    here mean what they mean to ``stoker.Loader``, applied to every source.""", {
+    "mixture": "the sources and their policy.",
+    "seed": """keys the interleaving and, through ``_core.mixture_source_seed``, each
+        source's own shuffle.""",
+    "shuffle": "False reads each source in file order (the interleaving stays seeded).",
+    "shuffle_window": f"""rows mixed together, split among the sources by their share of the
+        epoch's positions (a batch draws from all their windows at once): memory holds
+        about as many decoded rows as a Loader's. None: {_core.DEFAULT_SHUFFLE_WINDOW}.""",
+    "num_threads": """the worker threads of the whole mixture, as a Loader's (None: this
+        rank's share of the CPUs): one pool every source's engine submits its work to,
+        not threads per source.""",
+    "prefetch, cache_dir, cache_limit_bytes, cache_policy, storage_options, index": """per
+        source (each source's engine keeps its own ``prefetch`` batches).""",
+})
 
 def _check_other_options(others: dict[str, Any]) -> None:
     """Loader options a mixture does not take: per-source ones name stoker.Source."""

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 import pyarrow as pa
 from pyarrow import flight
 
-from stoker import _core, _cursor, _frameworks, _state
+from stoker import _core, _cursor, _frameworks, _keywords, _state
 
 if TYPE_CHECKING:
     from typing import TypedDict, Unpack
@@ -193,28 +193,8 @@ class _RemoteEpoch(_cursor.EpochIterator):
 
 
 class RemoteLoader(_cursor.EpochLoader):
-    """The Loader API over `stoker serve` servers: same iteration, ``len``, ``set_epoch``,
-    ``state_dict``/``load_state_dict`` and ``stats()``, and bit-identical batches to a local
-    ``stoker.Loader`` with the same options, however many servers serve it.
-
-    Args:
-        servers: Flight locations, e.g. ``["grpc://10.0.0.5:8815", "grpc+tls://..."]``, or a
-            ``stoker.ray.Fleet`` or its name (docs/ray.md): its addresses are resolved at the
-            start of each epoch and after a failure (waiting for Ray to restart a server).
-        batch_size, seed, shuffle, shuffle_window, columns, drop_last: must match what the
-            servers were started with (checked; None means "whatever the server has").
-        rank, world_size: this trainer's data-parallel rank.
-        output: "numpy", "torch", "jax", "tensorflow" or "arrow" (as for Loader).
-        token: bearer token, when the servers need one.
-        tls_root_certs: PEM of the CA that signed the servers' certificates (grpc+tls://).
-        reconnect_timeout: seconds to keep reconnecting to a failed server (or waiting for a
-            fleet's restarted one) before giving up.
-        trace: a path: keep a timeline of each batch's receipt from its server, its
-            conversion and the consumer's wait, and write it there as Chrome trace JSON at the
-            end of every epoch (docs/observability.md). None: no timeline.
-        trace_events: the spans kept, the last ones; 0 with a ``trace`` path means
-            ``_core.DEFAULT_TRACE_EVENTS`` (262,144).
-    """
+    # The docstring is set below the class: its own keywords' docs, the rest the Loader's
+    # (_keywords).
 
     def __init__(self, servers: str | Sequence[str] | Any, *, batch_size: int | None = None,
                  seed: int | None = None, shuffle: bool | None = None,
@@ -333,3 +313,23 @@ def _check_served_options(servers: _Servers, wanted: dict[str, Any]) -> None:
     if differences:
         raise ValueError("the servers were started with other options: " +
                          "; ".join(differences))
+
+
+_keywords.document(RemoteLoader, """The Loader API over `stoker serve` servers: same iteration,
+    ``len``, ``set_epoch``, ``state_dict``/``load_state_dict`` and ``stats()``, and
+    bit-identical batches to a local ``stoker.Loader`` with the same options, however many
+    servers serve it. The keywords not described here mean what they mean to
+    ``stoker.Loader``.""", {
+    "servers": """Flight locations, e.g. ``["grpc://10.0.0.5:8815", "grpc+tls://..."]``, or a
+        ``stoker.ray.Fleet`` or its name (docs/ray.md): its addresses are resolved at the
+        start of each epoch and after a failure (waiting for Ray to restart a server).""",
+    "batch_size, seed, shuffle, shuffle_window, columns, drop_last": """must match what the
+        servers were started with (checked; None means "whatever the server has").""",
+    "token": "bearer token, when the servers need one.",
+    "tls_root_certs": "PEM of the CA that signed the servers' certificates (grpc+tls://).",
+    "reconnect_timeout": """seconds to keep reconnecting to a failed server (or waiting for a
+        fleet's restarted one) before giving up.""",
+    "trace": """a path: keep a timeline of each batch's receipt from its server, its
+        conversion and the consumer's wait, and write it there as Chrome trace JSON at the
+        end of every epoch (docs/observability.md). None: no timeline.""",
+})

@@ -23,16 +23,15 @@ from stoker import (
     _gen,
     _index_cli,
     _inspect,
+    _keywords,
     _serve,
     _state_cli,
 )
-from stoker._options import LOADER_DEFAULTS
 
 __all__ = ["main"]
 
-# The defaults of the loader and server options, from the engine's own option structs (the
-# Loader's signature reads the same LOADER_DEFAULTS): the command line restates none of them.
-_LOADER = LOADER_DEFAULTS
+# The server options' defaults, from the engine's own option struct (the loader flags take
+# theirs from _keywords, which reads LoaderOptions): the command line restates none of them.
 _SERVE = _core.ServeOptions()
 
 
@@ -178,43 +177,21 @@ def _run_doctor(args: argparse.Namespace) -> int:
     return 0
 
 
+# The Loader options `serve` and `doctor` take as flags (their help, defaults and checks are
+# the Loader's: _keywords); --transforms names a file the command reads.
+_LOADER_FLAGS = ("columns", "batch_size", "shuffle", "seed", "shuffle_window", "drop_last",
+                 "num_threads", "prefetch", "cache_dir", "cache_limit_bytes")
+
+
 def _add_loader_options(parser: argparse.ArgumentParser) -> None:
     """The Loader options of the commands that run one (serve, doctor); `_loader_options`
     reads them back, but for --transforms (a file the command reads)."""
-    parser.add_argument("--columns", type=_column_list,
-                        help="comma-separated columns to read (default: all)")
-    parser.add_argument("--batch-size", type=_int_at_least(1), required=True,
-                        help="rows per batch")
-    parser.add_argument("--no-shuffle", dest="shuffle", action="store_false",
-                        help="read rows in dataset order")
-    parser.add_argument("--seed", type=_int_at_least(0), default=_LOADER.seed,
-                        help="shuffle seed: the same seed gives the same batches (default "
-                             "%(default)s)")
-    parser.add_argument("--shuffle-window", type=_int_at_least(1),
-                        help="rows shuffled together; memory holds at least twice this many "
-                             f"decoded rows (default {_core.DEFAULT_SHUFFLE_WINDOW:,}; "
-                             "docs/shuffle.md)")
-    parser.add_argument("--drop-last", action="store_true",
-                        help="leave out each rank's last, short batch")
-    parser.add_argument("--num-threads", type=_int_at_least(1),
-                        help="decode threads (default: this rank's share of the CPUs)")
-    parser.add_argument("--prefetch", type=_int_at_least(1),
-                        help="batches assembled ahead of the consumer (default: 2 per thread)")
-    parser.add_argument("--cache-dir",
-                        help="keep decoded, transformed row groups on this local disk "
-                             "(docs/cache.md)")
-    parser.add_argument("--cache-limit-bytes", type=_int_at_least(0),
-                        default=_LOADER.cache_limit_bytes,
-                        help="evict the cache's oldest entries above this size (0: no limit)")
+    _keywords.add_flags(parser, _LOADER_FLAGS, required=("batch_size",))
     parser.add_argument("--transforms", metavar="JSON_FILE", help="transform spec (a JSON list)")
 
 
 def _loader_options(args: argparse.Namespace) -> dict[str, object]:
-    return {"columns": args.columns, "batch_size": args.batch_size, "shuffle": args.shuffle,
-            "seed": args.seed, "shuffle_window": args.shuffle_window,
-            "drop_last": args.drop_last, "num_threads": args.num_threads,
-            "prefetch": args.prefetch, "cache_dir": args.cache_dir,
-            "cache_limit_bytes": args.cache_limit_bytes}
+    return _keywords.flag_values(args, _LOADER_FLAGS)
 
 
 def _add_cache(commands: argparse._SubParsersAction) -> None:
@@ -359,15 +336,8 @@ def _add_bench(commands: argparse._SubParsersAction) -> None:
         "unshuffled.",
     )
     bench.add_argument("source", metavar="SOURCE", help="a Parquet file, directory or glob")
-    bench.add_argument("--columns", type=_column_list, help="comma-separated (default: all)")
-    bench.add_argument(
-        "--batch-size", type=_positive_int, default=4096, help="default: %(default)s"
-    )
-    bench.add_argument("--no-shuffle", dest="shuffle", action="store_false")
-    bench.add_argument("--seed", type=int, default=_LOADER.seed, help="default: %(default)s")
-    bench.add_argument("--shuffle-window", type=int, help="default: the loader's")
-    bench.add_argument("--num-threads", type=int, help="default: the loader's")
-    bench.add_argument("--prefetch", type=int, help="default: the loader's")
+    _keywords.add_flags(bench, ("columns", "batch_size", "shuffle", "seed", "shuffle_window",
+                                "num_threads", "prefetch"), defaults={"batch_size": 4096})
     bench.add_argument("--epochs", type=_positive_int, default=1, help="default: %(default)s")
     bench.add_argument(
         "--output", choices=_bench.OUTPUTS, default="numpy", help="default: %(default)s"
@@ -436,9 +406,3 @@ def _float_at_least(minimum: float) -> Callable[[str], float]:
 _positive_int = _int_at_least(1)
 _non_negative_int = _int_at_least(0)
 
-
-def _column_list(text: str) -> list[str]:
-    names = [name.strip() for name in text.split(",")]
-    if not all(names):
-        raise argparse.ArgumentTypeError(f"empty column name in {text!r}")
-    return names

@@ -332,6 +332,7 @@ void BindOptions(nb::module_& m) {
   BindServeOptions(m);
   m.attr("DEFAULT_TRACE_EVENTS") = kDefaultTraceEvents;
   m.attr("DEFAULT_SHUFFLE_WINDOW") = kDefaultShuffleWindowRows;
+  m.attr("DEFAULT_METADATA_THREADS") = StorageOptions::kDefaultMetadataThreads;
   m.def(
       "validate_rank",
       [](int rank, int world_size) { ThrowIfError(ValidateRank(rank, world_size)); },

@@ -1,0 +1,243 @@
+"""The keyword options of ``Loader``, ``MixtureLoader`` and ``RemoteLoader``, and the loader
+flags of ``stoker serve``, ``doctor`` and ``bench``: each defined once here (its documentation
+and, when the command line offers it, its one-line help). The classes build their docstrings
+from this list and the command line its flags; the defaults are the engine's own
+(``LOADER_DEFAULTS``, read from the C++ option structs), and ranges are checked by the
+engine's ``Validate()`` alone."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from stoker import _core
+from stoker._options import LOADER_DEFAULTS
+
+__all__ = ["KEYWORDS", "add_flags", "document", "flag_values"]
+
+
+@dataclass(frozen=True)
+class Keyword:
+    """One documented option: the keywords it names (``rank, world_size`` are documented
+    together), what it does, and its ``--flag`` help where the command line takes it."""
+
+    names: tuple[str, ...]
+    doc: str
+    cli: str | None = None
+
+
+# In the order the Loader's signature lists them.
+KEYWORDS: list[Keyword] = [
+    Keyword(("source",), """\
+a Parquet file, a directory (searched recursively for ``*.parquet``), a glob,
+or a list of those. Files are read in sorted path order. Or a table pinned to a
+version: ``stoker.delta_table(uri, version=...)`` or ``stoker.iceberg_table(catalog,
+"db.table", snapshot_id=...)`` (docs/partitions-and-tables.md). A
+``stoker.Mixture`` of several sources returns a ``MixtureLoader`` instead
+(docs/mixtures.md)."""),
+    Keyword(("columns",), """\
+columns to read, in output order; None reads all.""",
+            cli="comma-separated columns to read (default: all)"),
+    Keyword(("batch_size",), """\
+rows per batch. Every batch has exactly this many rows except possibly
+the last of an epoch (dropped when ``drop_last``).""",
+            cli="rows per batch"),
+    Keyword(("shuffle",), """\
+shuffle rows; False delivers file order, row-group order, row order.""",
+            cli="read rows in dataset order"),
+    Keyword(("seed",), """\
+key of the shuffle; the same seed gives the same batches.""",
+            cli="shuffle seed: the same seed gives the same batches (default %(default)s)"),
+    Keyword(("shuffle_window",), f"""\
+rows mixed together (rounded up to whole row groups); memory holds
+about this many decoded rows. None: {_core.DEFAULT_SHUFFLE_WINDOW}.""",
+            cli="rows shuffled together; memory holds at least twice this many decoded rows "
+                f"(default {_core.DEFAULT_SHUFFLE_WINDOW:,}; docs/shuffle.md)"),
+    Keyword(("rank", "world_size"), """\
+this process's data-parallel rank. Ranks see disjoint rows and the
+same number of batches; at most ``world_size - 1`` rows per epoch are left out
+(with ``mode="train"``)."""),
+    Keyword(("drop_last",), """\
+drop a short last batch (not with ``mode="eval"``).""",
+            cli="leave out each rank's last, short batch"),
+    Keyword(("mode",), """\
+"train" (equal slices per rank, equal steps) or "eval": every row exactly once,
+each rank a contiguous share of the epoch (shares differ by at most one row, so
+batch counts by at most one). Set ``shuffle=False`` for evaluation in file order
+(docs/evaluation.md)."""),
+    Keyword(("pad_to_equal_steps",), """\
+with ``mode="eval"``, every rank delivers the same number of
+batches, all of ``batch_size`` rows; rows past a rank's share repeat its last
+row and a bool column ``_valid`` marks the real ones."""),
+    Keyword(("with_row_origin",), """\
+add ``_file_index`` (int32, an index into ``loader.files``) and
+``_row_in_file`` (int64) to every batch, to join output back to its input. Not
+with a ``filter``."""),
+    Keyword(("num_threads",), """\
+worker threads; None: this rank's share of the CPUs the process may use
+(affinity mask and cgroup quota, divided by the ranks on this node as
+``LOCAL_WORLD_SIZE``, Horovod, MPI, Slurm or Lightning's ``WORLD_SIZE`` say;
+``stats()["cpu_budget"]``).""",
+            cli="decode threads (default: this rank's share of the CPUs)"),
+    Keyword(("prefetch",), """\
+finished batches kept ready ahead of the consumer; None: 2 per thread.""",
+            cli="batches assembled ahead of the consumer (default: 2 per thread)"),
+    Keyword(("output",), """\
+"numpy" (dict of np.ndarray), "torch" (dict of torch.Tensor), "jax" (dict
+of jax.Array), "tensorflow" (dict of tf.Tensor) — each over the engine's buffers,
+no copy but for bool columns — or "arrow" (pyarrow.RecordBatch)."""),
+    Keyword(("codecs",), """\
+binary columns holding encoded values (Petastorm's codecs) decoded to tensors
+per row group in the C++ workers, before the transforms and the cache: a list of
+dicts ``{"column": "image", "codec": "png", "dtype": "uint8", "shape": [32, 32,
+3]}``; codec "ndarray", "compressed_ndarray", "png" or "jpeg"; -1 for a dimension
+of unknown size (the column is then a list: ``output="arrow"`` or a pad
+transform). ``stoker.petastorm`` builds them from a dataset's stored Unischema
+(docs/petastorm.md). None: none."""),
+    Keyword(("transforms",), """\
+feature transforms run per row group in the C++ workers: a list of
+dicts such as ``{"op": "log1p", "column": "I1"}`` (docs/transforms.md)."""),
+    Keyword(("filter",), """\
+a ``pyarrow.compute`` expression; only rows for which it is true are
+delivered. Row groups whose statistics rule it out are skipped unread."""),
+    Keyword(("batch_transform",), """\
+a Python callable applied to each finished batch in a background
+thread: the slow path, for what the transforms cannot express."""),
+    Keyword(("storage_options",), f"""\
+how to reach ``s3://`` sources: region, endpoint_override, scheme,
+anonymous, access_key/secret_key/session_token (default: the AWS credential
+chain), max_attempts, connect_timeout, request_timeout, io_threads,
+metadata_threads (footer reads in flight while the manifest is built without an
+index; default {_core.DEFAULT_METADATA_THREADS}) (docs/storage.md)."""),
+    Keyword(("partitioning",), """\
+"hive": ``key=value`` directory names below a directory source
+become columns after the file columns (URL-decoded,
+``__HIVE_DEFAULT_PARTITION__`` null), typed as ``pyarrow.dataset``'s hive
+discovery types them (int32 when every value is one, else string); a
+``pyarrow.Schema`` gives some or all keys their types (and turns discovery on);
+None (the default, as in ``pyarrow.dataset``): no partition columns.
+A ``filter`` on partition columns rules whole files out before their footers are
+read (``stats()["files_pruned"]``; docs/partitions-and-tables.md)."""),
+    Keyword(("index",), """\
+what a directory's summary file ``_metadata`` (``stoker index``, pyarrow,
+Dask) does: "use" (None: the default) builds the manifest from it (one read instead of one per
+footer) and raises ValueError naming the file when it no longer matches the
+directory (a file added, removed or rewritten); "fallback" reads every footer
+instead when it is stale; "ignore" never reads it; "trust" takes the directory's
+files from an index ``stoker index`` wrote without listing the directory, and
+checks each file's size and modification time at its first read (a file
+rewritten or removed since is an error naming it; one ADDED since is not seen);
+with an index ``stoker index --checksums`` wrote, it checks the bytes of each
+column chunk it reads against their checksum instead (no request per file).
+The batches are the same either way (docs/large-datasets.md)."""),
+    Keyword(("cache_dir",), """\
+a local directory caching finished row groups (after projection, filter
+and transforms) so later epochs skip reads and decoding; the output is the same
+with or without it (docs/cache.md). None: no cache.""",
+            cli="keep decoded, transformed row groups on this local disk (docs/cache.md)"),
+    Keyword(("cache_limit_bytes",), """\
+what the cache may hold on disk (0: no limit).""",
+            cli="evict the cache's oldest entries above this size (0: no limit)"),
+    Keyword(("cache_policy",), """\
+"lru" evicts the least recently used entries to stay under the limit;
+"fill" stores until the limit and then keeps what it has."""),
+    Keyword(("on_error",), """\
+"raise" (a row group that cannot be fetched, decoded or checked ends the
+epoch with its error) or "skip": such a row group is skipped, its rows absent
+from the batches that held them (shorter batches; the plan, other rows'
+positions and resume are unchanged), listed in ``stats()["skipped_units"]`` and
+in ``quarantine_report()`` (docs/bad-data.md)."""),
+    Keyword(("max_bad_units", "max_bad_fraction"), """\
+with ``on_error="skip"``, the most row groups (a
+count, or a fraction of the dataset's) this loader may skip; one more is an
+error naming them. None: no limit."""),
+    Keyword(("trace",), """\
+a path: keep a timeline of the work (each unit's fetch, decode, transform
+and staging, each batch's assembly and the consumer's wait, per thread) and
+write it there as Chrome trace JSON at the end of every epoch (open it in
+ui.perfetto.dev; docs/observability.md). None: no timeline."""),
+    Keyword(("trace_events",), f"""\
+the spans kept, the last ones (about 40 bytes each); 0 with a
+``trace`` path means ``_core.DEFAULT_TRACE_EVENTS`` ({_core.DEFAULT_TRACE_EVENTS:,})."""),
+    Keyword(("device",), """\
+"cuda" or "cuda:N" (with ``output="torch"``): batches are assembled in
+pinned host memory and copied to the GPU on a side stream, ``device_prefetch``
+batches ahead of the consumer, whose stream waits on each copy's event
+(docs/frameworks.md). None: batches stay in host memory."""),
+    Keyword(("device_prefetch",), """\
+batches in flight to the device (device memory holds this many
+plus the one being used)."""),
+]
+
+_BY_NAME = {name: keyword for keyword in KEYWORDS for name in keyword.names}
+
+
+def document(cls: type, summary: str, own: dict[str, str] | None = None) -> None:
+    """Sets ``cls.__doc__``: ``summary``, then an Args section listing every parameter of
+    ``cls.__init__`` in order, each with the doc ``own`` gives it (a key may name several
+    parameters, "a, b") or else the Loader's from KEYWORDS. A parameter documented nowhere is
+    an error at import: no option goes undocumented."""
+    own_by_name = {name.strip(): (key, doc) for key, doc in (own or {}).items()
+                   for name in key.split(",")}
+    lines = [inspect.cleandoc(summary), "", "Args:"]
+    done: set[str] = set()
+    parameters = inspect.signature(cls.__init__).parameters.values()  # type: ignore[misc]
+    for parameter in list(parameters)[1:]:
+        name = parameter.name
+        if name in done or parameter.kind is parameter.VAR_KEYWORD:
+            continue
+        if name in own_by_name:
+            key, doc = own_by_name[name]
+            names = [n.strip() for n in key.split(",")]
+        elif name in _BY_NAME:
+            names, doc = list(_BY_NAME[name].names), _BY_NAME[name].doc
+        else:
+            raise TypeError(f"{cls.__name__}: keyword {name!r} is documented nowhere")
+        done.update(names)
+        text = f"{', '.join(names)}: {inspect.cleandoc(doc)}"
+        lines.append(_entry(text))
+    cls.__doc__ = "\n".join(lines) + "\n"
+
+
+def _entry(text: str) -> str:
+    first, *rest = text.splitlines()
+    return "\n".join(["    " + first, *("        " + line for line in rest)])
+
+
+def add_flags(parser: argparse.ArgumentParser, names: Sequence[str], *,
+              required: Sequence[str] = (), defaults: dict[str, Any] | None = None) -> None:
+    """Adds ``--<name>`` for each of ``names`` (``--no-shuffle`` for shuffle) with its help
+    from KEYWORDS and its default from the engine (or ``defaults``); values are parsed to the
+    option's type and range-checked by the engine when the Loader is made."""
+    defaults = defaults or {}
+    for name in names:
+        help_text = _BY_NAME[name].cli
+        flag = "--" + name.replace("_", "-")
+        default = defaults.get(name, getattr(LOADER_DEFAULTS, name))
+        if name == "shuffle":
+            parser.add_argument("--no-shuffle", dest="shuffle", action="store_false",
+                                help=help_text)
+        elif isinstance(default, bool):
+            parser.add_argument(flag, action="store_true", default=default, help=help_text)
+        elif name == "columns":
+            parser.add_argument(flag, type=_column_list, default=None, help=help_text)
+        elif name == "cache_dir":
+            parser.add_argument(flag, default=None, help=help_text)
+        else:
+            parser.add_argument(flag, type=int, required=name in required,
+                                default=None if name in required else default, help=help_text)
+
+
+def flag_values(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
+    """The Loader keyword arguments of the flags ``add_flags`` added."""
+    return {name: getattr(args, name) for name in names}
+
+
+def _column_list(text: str) -> list[str]:
+    names = [name.strip() for name in text.split(",")]
+    if not all(names):
+        raise argparse.ArgumentTypeError(f"empty column name in {text!r}")
+    return names

@@ -1,0 +1,112 @@
+"""One definition of the keyword options (stoker._keywords): Loader, MixtureLoader and
+RemoteLoader document every keyword from it, the Loader's and MixtureLoader's defaults are the
+engine's, and the command line's loader flags take their help and defaults from it."""
+
+from __future__ import annotations
+
+import argparse
+import inspect
+from pathlib import Path
+
+import pytest
+import stoker
+from stoker import _core, _keywords, cli
+from stoker._keywords import KEYWORDS
+from stoker._options import LOADER_DEFAULTS
+
+CLASSES = [stoker.Loader, stoker.MixtureLoader, stoker.RemoteLoader]
+
+
+def _keywords_of(cls: type) -> list[str]:
+    parameters = list(inspect.signature(cls.__init__).parameters.values())[1:]
+    return [p.name for p in parameters if p.kind is not p.VAR_KEYWORD]
+
+
+def _documented(cls: type) -> list[str]:
+    doc = inspect.getdoc(cls)
+    assert doc is not None
+    args = doc[doc.index("Args:\n"):].splitlines()[1:]
+    names = []
+    for line in args:
+        if line.startswith("    ") and not line.startswith("        "):
+            names += [n.strip() for n in line.strip().split(":")[0].split(",")]
+    return names
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_every_keyword_is_documented_once_in_signature_order(cls: type) -> None:
+    documented = _documented(cls)
+    assert sorted(documented) == sorted(_keywords_of(cls))
+    assert len(set(documented)) == len(documented)
+
+
+def test_each_definition_names_loader_keywords_and_the_loader_uses_each() -> None:
+    loader = set(_keywords_of(stoker.Loader))
+    defined = [name for keyword in KEYWORDS for name in keyword.names]
+    assert len(set(defined)) == len(defined)
+    assert set(defined) == loader
+
+
+def test_a_mixture_shares_the_loaders_text_for_what_it_does_not_redefine() -> None:
+    mixture, loader = inspect.getdoc(stoker.MixtureLoader), inspect.getdoc(stoker.Loader)
+    assert mixture is not None and loader is not None
+    drop_last = next(k for k in KEYWORDS if k.names == ("drop_last",))
+    assert f"drop_last: {drop_last.doc}" in mixture and f"drop_last: {drop_last.doc}" in loader
+    assert "keys the interleaving" in mixture and "keys the interleaving" not in loader
+    assert f"None: {_core.DEFAULT_SHUFFLE_WINDOW}." in loader
+
+
+@pytest.mark.parametrize("cls", [stoker.Loader, stoker.MixtureLoader], ids=lambda c: c.__name__)
+def test_defaults_are_the_engines(cls: type) -> None:
+    signature = inspect.signature(cls.__init__)
+    for name in LOADER_DEFAULTS.fields:
+        parameter = signature.parameters.get(name)
+        # None: the engine's default, or a value converted first (partitioning, index).
+        if parameter is not None and parameter.default not in (None, parameter.empty):
+            assert signature.parameters[name].default == getattr(LOADER_DEFAULTS, name), name
+
+
+def test_an_undocumented_keyword_is_an_error_at_import() -> None:
+    class Extra:
+        def __init__(self, *, batch_size: int, novel: int = 0) -> None:
+            pass
+
+    with pytest.raises(TypeError, match="Extra: keyword 'novel' is documented nowhere"):
+        _keywords.document(Extra, "Summary.")
+    _keywords.document(Extra, "Summary.", {"novel": "a new option."})
+    assert "novel: a new option." in (inspect.getdoc(Extra) or "")
+
+
+def _flags(command: str) -> dict[str, argparse.Action]:
+    parser = cli._build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return {a.dest: a for a in commands.choices[command]._actions}
+
+
+@pytest.mark.parametrize("command", ["serve", "doctor", "bench"])
+def test_the_command_lines_loader_flags_come_from_the_definition(command: str) -> None:
+    flags = _flags(command)
+    by_name = {name: keyword for keyword in KEYWORDS for name in keyword.names}
+    shared = ("columns", "batch_size", "shuffle", "seed", "shuffle_window", "num_threads",
+              "prefetch")
+    for name in shared + (() if command == "bench" else cli._LOADER_FLAGS):
+        assert by_name[name].cli is not None and flags[name].help == by_name[name].cli, name
+    assert flags["seed"].default == LOADER_DEFAULTS.seed
+    assert flags["batch_size"].required is (command != "bench")
+
+
+def test_ranges_on_the_command_line_are_the_engines(criteo: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    # No second range check: a value the engine refuses comes back with the engine's words.
+    code = stoker.cli.main(["doctor", str(criteo), "--batch-size", "0", "--seconds", "0.1",
+                            "--no-probe"])
+    assert code == 1
+    assert "batch_size must be >= 1" in capsys.readouterr().err
+
+
+def test_a_mixture_checks_rank_with_the_engines_rule(criteo: Path) -> None:
+    mixture = stoker.Mixture([stoker.Source(str(criteo), weight=1.0)])
+    with pytest.raises(ValueError, match=r"rank must satisfy 0 <= rank < world_size \(2\)"):
+        stoker.Loader(mixture, batch_size=8, rank=2, world_size=2)
+    with pytest.raises(ValueError, match="batch_size must be >= 1"):
+        stoker.Loader(mixture, batch_size=0)
