@@ -93,6 +93,10 @@ struct StatsSnapshot {
   double units_in_flight_mean = 0;
   /// Row groups skipped unread because their statistics prove no row matches the filter.
   int64_t row_groups_pruned = 0;
+  /// Rows decoded and then dropped by the row filter: the decoding a more selective layout
+  /// (sorted or partitioned on the filter's columns) would save. Units served from the disk
+  /// cache were filtered when they were stored and are not counted again.
+  int64_t rows_filtered = 0;
   /// Wall seconds the consumer spent blocked waiting for its next batch (the data stall).
   double wait_seconds = 0;
   /// The same wait, batch by batch.
@@ -142,6 +146,7 @@ constexpr auto FieldsOf(const StatsSnapshot&) {
                     Field{"units_in_flight_peak", &S::units_in_flight_peak},
                     Field{"units_in_flight_mean", &S::units_in_flight_mean},
                     Field{"row_groups_pruned", &S::row_groups_pruned},
+                    Field{"rows_filtered", &S::rows_filtered},
                     Field{"wait_seconds", &S::wait_seconds},
                     Field{"wait_per_batch", &S::wait_per_batch},
                     Field{"recent_rows_per_second", &S::recent_rows_per_second},

@@ -60,6 +60,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> FinishUnit(
     const UnitSource& source, const Unit& unit, std::shared_ptr<arrow::RecordBatch> raw,
     Stats* stats) {
   const Manifest& manifest = *source.manifest;
+  const int64_t decoded_rows = raw->num_rows();
   const auto start = Stats::Clock::now();
   auto finished = CatchAll([&] { return FilterAndTransform(source, std::move(raw)); });
   const auto end = Stats::Clock::now();
@@ -67,6 +68,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> FinishUnit(
   stats->Trace(TraceStage::kTransform, start, end, unit.file, unit.row_group);
   if (!finished.ok()) return WithContext(finished.status(), DescribeUnit(manifest, unit));
   ARROW_RETURN_NOT_OK(CheckRowCount(manifest, unit, **finished));
+  stats->AddFiltered(decoded_rows - (*finished)->num_rows());
   return finished;
 }
 

@@ -130,6 +130,7 @@ StatsSnapshot Stats::Snapshot() const {
   s.wait_seconds = Seconds(wait_ns_);
   s.transform_seconds = Seconds(transform_ns_);
   s.row_groups_pruned = pruned_.load(std::memory_order_relaxed);
+  s.rows_filtered = rows_filtered_.load(std::memory_order_relaxed);
   s.requests = requests_.load(std::memory_order_relaxed);
   s.bytes_fetched = bytes_fetched_.load(std::memory_order_relaxed);
   s.retries = retries_->load(std::memory_order_relaxed);

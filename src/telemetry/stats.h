@@ -47,6 +47,8 @@ class Stats {
   /// `delta` units more (or fewer) in flight: scheduled and not yet finished.
   void AddUnitsInFlight(int64_t delta) EXCLUDES(flight_mutex_);
   void SetPruned(int64_t row_groups) { pruned_.store(row_groups, std::memory_order_relaxed); }
+  /// Rows of a decoded unit that the row filter dropped.
+  void AddFiltered(int64_t rows) { rows_filtered_.fetch_add(rows, std::memory_order_relaxed); }
   /// Files the filter's conditions on partition columns ruled out before their footers were
   /// read, and files whose footers were read from the file itself.
   void SetFilesPruned(int64_t files) { files_pruned_.store(files, std::memory_order_relaxed); }
@@ -77,7 +79,7 @@ class Stats {
 
   std::atomic<int64_t> rows_{0}, batches_{0}, units_read_{0}, bytes_read_{0};
   std::atomic<int64_t> read_ns_{0}, decode_ns_{0}, assemble_ns_{0}, wait_ns_{0}, transform_ns_{0};
-  std::atomic<int64_t> pruned_{0}, skipped_rows_{0};
+  std::atomic<int64_t> pruned_{0}, skipped_rows_{0}, rows_filtered_{0};
   std::atomic<int64_t> requests_{0}, bytes_fetched_{0};
   std::atomic<int64_t> metadata_requests_{0}, metadata_bytes_{0}, metadata_ns_{0};
   std::atomic<int64_t> index_used_{0}, index_stale_{0};

@@ -269,6 +269,22 @@ def test_filter_keeps_exactly_the_matching_rows(criteo: Path) -> None:
     assert loader.dataset_info()["rows"] == len(want)
 
 
+def test_rows_the_filter_drops_are_counted_once_per_decode(criteo: Path,
+                                                           tmp_path: Path) -> None:
+    expr = pc.field("label") > 0.5  # both labels in every row group: nothing is pruned
+    want = pq.read_table(criteo, columns=["row_id"], filters=expr).num_rows
+    total = pq.ParquetDataset(criteo).read(columns=["row_id"]).num_rows
+    loader = stoker.Loader(criteo, columns=["row_id"], batch_size=256, filter=expr,
+                           cache_dir=tmp_path / "cache")
+    assert sum(len(b["row_id"]) for b in loader) == want
+    stats = loader.stats()
+    assert stats["row_groups_pruned"] == 0
+    assert stats["rows_filtered"] == total - want > 0
+    list(loader)  # the second epoch reads every unit from the cache: filtered when stored
+    assert loader.stats()["cache_hits"] > 0
+    assert loader.stats()["rows_filtered"] == total - want
+
+
 def test_filter_is_deterministic_and_resumes_exactly(criteo: Path) -> None:
     expr = pc.field("C1") != 0
     kw = {"columns": ["row_id"], "batch_size": 300, "seed": 8, "filter": expr}

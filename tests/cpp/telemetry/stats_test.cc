@@ -134,6 +134,8 @@ TEST(StatsTest, CountersAddUpInTheirSnapshot) {
   stats.AddWait(milliseconds(7));
   stats.AddSkippedRows(9);
   stats.SetPruned(3);
+  stats.AddFiltered(40);
+  stats.AddFiltered(2);
   stats.SetFilesPruned(2);
   stats.SetFilesOpened(5);
   stats.SetIndexUse(1, 1);
@@ -158,6 +160,7 @@ TEST(StatsTest, CountersAddUpInTheirSnapshot) {
   EXPECT_NEAR(s.wait_seconds, 0.007, 1e-9);
   EXPECT_EQ(s.skipped_rows, 9);
   EXPECT_EQ(s.row_groups_pruned, 3);
+  EXPECT_EQ(s.rows_filtered, 42);
   EXPECT_EQ(s.files_pruned, 2);
   EXPECT_EQ(s.files_opened, 5);
   EXPECT_EQ(s.index_used, 1);
