@@ -20,11 +20,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::Json;
-using testing::Op;
-
 // A spec using every op: its canonical form and digest are golden (disk caches and Flight
 // config digests key on them; a change here invalidates every user's cache).
 TEST(TransformOpsTest, GoldenCanonicalFormAndDigest) {

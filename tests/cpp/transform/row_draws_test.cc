@@ -16,8 +16,6 @@
 namespace stoker {
 namespace {
 
-using testing::Json;
-
 TEST(DrawOpsTest, RowDrawsArePhiloxOfTheDocumentedKeyAndCounter) {
   const DrawContext context{.seed = 42, .epoch = 3, .first_row = 0, .num_rows = 0, .op_index = 2};
   const RowDraws draws(context);

@@ -20,8 +20,6 @@ namespace stoker {
 namespace {
 
 namespace cp = arrow::compute;
-using testing::Batch;
-using testing::Json;
 
 std::shared_ptr<arrow::RecordBatch> Rows() {
   return Batch({{"x", Json(arrow::int32(), "[1, 5, null, 7]")},

@@ -15,8 +15,6 @@
 namespace stoker {
 namespace {
 
-using testing::Json;
-
 class TransformKernelsTest : public ::testing::Test {
  protected:
   arrow::compute::ExecContext exec_{arrow::default_memory_pool()};

@@ -15,16 +15,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::CompileError;
-using testing::Drawn;
-using testing::Draws;
-using testing::Ids;
-using testing::Json;
-using testing::Op;
-using testing::Transform;
-
 TEST(TransformOpsTest, ErrorsNameTheOpsPositionAndItsColumnsAtThatStep) {
   const auto batch = Batch({{"x", Json(arrow::int32(), "[1]")}, {"y", Json(arrow::int8(), "[2]")}});
   auto rename = Op(TransformKind::kRename, {"x"});

@@ -17,7 +17,8 @@
 #include "transform/row_draws.h"
 #include "transform/transform_spec.h"
 
-namespace stoker::testing {
+// In namespace stoker itself, so that the tests name them without using-declarations.
+namespace stoker {
 
 /// An array of `type` written as JSON ("[1, null, 3]").
 inline std::shared_ptr<arrow::Array> Json(const std::shared_ptr<arrow::DataType>& type,
@@ -103,4 +104,4 @@ inline std::shared_ptr<arrow::RecordBatch> Ids(int64_t n) {
   return Batch({{"id", ids.Finish().ValueOrDie()}});
 }
 
-}  // namespace stoker::testing
+}  // namespace stoker

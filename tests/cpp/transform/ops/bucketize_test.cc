@@ -11,14 +11,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::CompileError;
-using testing::ExpectColumn;
-using testing::Json;
-using testing::Op;
-using testing::Transform;
-
 TEST(TransformOpsTest, Bucketize) {
   const auto batch = Batch({{"x", Json(arrow::float64(), "[-1, 0, 0.5, 1, 2, null]")}});
   auto op = Op(TransformKind::kBucketize, {"x"});

@@ -9,14 +9,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::CompileError;
-using testing::ExpectColumn;
-using testing::Json;
-using testing::Op;
-using testing::Transform;
-
 TEST(TransformOpsTest, Cast) {
   const auto batch = Batch({{"x", Json(arrow::int64(), "[1, 2, null]")}});
   auto op = Op(TransformKind::kCast, {"x"});

@@ -10,14 +10,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::CompileError;
-using testing::ExpectColumn;
-using testing::Json;
-using testing::Op;
-using testing::Transform;
-
 TEST(TransformOpsTest, Clip) {
   const auto batch = Batch({{"x", Json(arrow::float64(), "[-5, 0.5, 10, null]")},
                             {"i", Json(arrow::int32(), "[-5, 3, 10, null]")}});

@@ -17,13 +17,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::Drawn;
-using testing::Draws;
-using testing::Json;
-using testing::Op;
-
 SchemaStep Step() {
   SchemaStep step;
   step.columns.names = {"id", "s"};

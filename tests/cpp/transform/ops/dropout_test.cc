@@ -10,15 +10,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::CompileError;
-using testing::Drawn;
-using testing::Draws;
-using testing::ExpectColumn;
-using testing::Json;
-using testing::Op;
-
 TEST(DrawOpsTest, DropoutDropsElementsInOrderAndKeepsNullLists) {
   const auto batch =
       Batch({{"l", Json(arrow::list(arrow::int32()), "[[1, 2, 3, 4, 5, 6], null, [], [7, 8]]")}});

@@ -9,14 +9,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::CompileError;
-using testing::ExpectColumn;
-using testing::Json;
-using testing::Op;
-using testing::Transform;
-
 TEST(TransformOpsTest, FillNull) {
   const auto batch = Batch({{"n", Json(arrow::int32(), "[1, null, 3]")},
                             {"s", Json(arrow::utf8(), R"(["a", null, "c"])")}});

@@ -12,14 +12,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::CompileError;
-using testing::ExpectColumn;
-using testing::Json;
-using testing::Op;
-using testing::Transform;
-
 // The hash as docs/transforms.md defines it, written again here so the test is independent.
 uint64_t Mix(uint64_t x) {
   x ^= x >> 30;

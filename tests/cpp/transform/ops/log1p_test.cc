@@ -11,14 +11,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::CompileError;
-using testing::ExpectColumn;
-using testing::Json;
-using testing::Op;
-using testing::Transform;
-
 TEST(TransformOpsTest, Log1p) {
   const auto batch = Batch({{"i", Json(arrow::int32(), "[0, 1, null, 3]")},
                             {"d", Json(arrow::float64(), "[0, 1, 3, null]")},

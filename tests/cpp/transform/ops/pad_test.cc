@@ -11,14 +11,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::CompileError;
-using testing::ExpectColumn;
-using testing::Json;
-using testing::Op;
-using testing::Transform;
-
 TEST(TransformOpsTest, Pad) {
   const auto type = arrow::list(arrow::float32());
   const auto batch = Batch({{"h", Json(type, "[[1, 2, 3], [4], null, [null, 5]]")},

@@ -12,14 +12,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::CompileError;
-using testing::ExpectColumn;
-using testing::Json;
-using testing::Op;
-using testing::Transform;
-
 TEST(TransformOpsTest, RaggedFollowsRenamesAndDrops) {
   const auto type = arrow::list(arrow::int64());
   const auto batch = Batch({{"h", Json(type, "[[1, 2], null]")}, {"g", Json(type, "[[], [3]]")}});

@@ -10,15 +10,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::CompileError;
-using testing::Drawn;
-using testing::Draws;
-using testing::Ids;
-using testing::Json;
-using testing::Op;
-
 TEST(DrawOpsTest, RandintOneOrSeveralPerRow) {
   const auto batch = Ids(3000);
   auto op = Op(TransformKind::kRandint, {"negatives"});

@@ -11,14 +11,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::CompileError;
-using testing::ExpectColumn;
-using testing::Json;
-using testing::Op;
-using testing::Transform;
-
 TEST(TransformOpsTest, Rename) {
   const auto batch = Batch({{"x", Json(arrow::int32(), "[1]")}, {"y", Json(arrow::int8(), "[2]")}});
   auto op = Op(TransformKind::kRename, {"x"});

@@ -13,14 +13,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::CompileError;
-using testing::ExpectColumn;
-using testing::Json;
-using testing::Op;
-using testing::Transform;
-
 std::string Canonical(std::vector<TransformOp> ops,
                       const std::shared_ptr<arrow::RecordBatch>& batch) {
   return Compile(std::move(ops), batch)->canonical();

@@ -10,14 +10,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::CompileError;
-using testing::ExpectColumn;
-using testing::Json;
-using testing::Op;
-using testing::Transform;
-
 TEST(TransformOpsTest, Standardize) {
   const auto batch = Batch(
       {{"d", Json(arrow::float64(), "[1, 3, null]")}, {"i", Json(arrow::int64(), "[1, 5, 9]")}});

@@ -11,15 +11,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::CompileError;
-using testing::Drawn;
-using testing::Draws;
-using testing::Ids;
-using testing::Json;
-using testing::Op;
-
 TEST(DrawOpsTest, UniformStaysInItsRange) {
   const auto batch = Ids(5000);
   auto op = Op(TransformKind::kUniform, {"noise"});

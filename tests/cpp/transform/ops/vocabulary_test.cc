@@ -15,14 +15,6 @@
 namespace stoker {
 namespace {
 
-using testing::Batch;
-using testing::Compile;
-using testing::CompileError;
-using testing::ExpectColumn;
-using testing::Json;
-using testing::Op;
-using testing::Transform;
-
 TEST(TransformOpsTest, Vocabulary) {
   testing::TempDir dir;
   const auto path = (dir.path() / "vocab.txt").string();
