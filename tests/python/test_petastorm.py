@@ -17,7 +17,9 @@ import pickle
 import shutil
 import subprocess
 import sys
+from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -439,3 +441,94 @@ def test_a_plain_parquet_dataset_reads_without_a_unischema(tmp_path: Path) -> No
                               shuffle_row_groups=False, batch_size=20) as reader:
         (batch,) = list(reader)
     assert batch.id.tolist() == list(range(20)) and batch.name[0] == "row-0"
+
+
+# --- what real scripts hit first: Decimal fields, Spark's partitions, a second pass ----------
+
+
+def _as_petastorm_wrote_it(schema: sp.Unischema) -> bytes:
+    """``schema`` pickled under the module names Petastorm's own classes have (protocol 0 is
+    text): what Petastorm's dataset_metadata stores."""
+    text = pickle.dumps(schema, protocol=0)
+    for name in ("Unischema", "UnischemaField"):
+        text = text.replace(b"stoker.petastorm._unischema\n" + name.encode() + b"\n",
+                            b"petastorm.unischema\n" + name.encode() + b"\n")
+    for name in ("ScalarCodec", "NdarrayCodec"):
+        text = text.replace(b"stoker.petastorm._unischema\n" + name.encode() + b"\n",
+                            b"petastorm.codecs\n" + name.encode() + b"\n")
+    for name in ("DecimalType", "StringType", "IntegerType"):
+        text = text.replace(b"stoker.petastorm._unischema\n" + name.encode() + b"\n",
+                            b"pyspark.sql.types\n" + name.encode() + b"\n")
+    assert b"stoker" not in text
+    return text
+
+
+def _spark_type(name: str) -> Any:
+    return sp._unischema.SPARK_TYPES[name]()
+
+
+def _partitioned_dataset_with_decimals(root: Path) -> list[tuple[int, str, Decimal]]:
+    """Spark's partitionBy layout (``partition_key=p_N/part-….parquet``, the key in no file)
+    with a Decimal field, and its Unischema stored in ``_common_metadata``: the shape of
+    Petastorm's own test dataset. Returns the rows (id, partition_key, decimal)."""
+    schema = sp.Unischema("TestSchema", [
+        sp.UnischemaField("id", np.int32, (), sp.ScalarCodec(_spark_type("IntegerType")), False),
+        sp.UnischemaField("partition_key", np.str_, (),
+                          sp.ScalarCodec(_spark_type("StringType")), False),
+        sp.UnischemaField("decimal", Decimal, (), sp.ScalarCodec(_spark_type("DecimalType")),
+                          False),
+    ])
+    rows = []
+    for key in ("p_0", "p_1", "p_2"):
+        folder = root / f"partition_key={key}"
+        folder.mkdir(parents=True)
+        ids = [i for i in range(30) if f"p_{i % 3}" == key]
+        values = [Decimal(i) / Decimal(7) for i in ids]
+        values = [v.quantize(Decimal("1.000000000")) for v in values]
+        table = pa.table({"id": pa.array(ids, pa.int32()),
+                          "decimal": pa.array(values, pa.decimal128(10, 9))})
+        pq.write_table(table, folder / "part-00000.c000.snappy.parquet", row_group_size=4)
+        rows += [(i, key, v) for i, v in zip(ids, values)]
+    file_schema = pq.read_schema(root / "partition_key=p_0" / "part-00000.c000.snappy.parquet")
+    stored = file_schema.with_metadata({sp.UNISCHEMA_KEY: _as_petastorm_wrote_it(schema)})
+    pq.write_metadata(stored, root / "_common_metadata")
+    return sorted(rows)
+
+
+def test_a_decimal_field_and_spark_partitions_read_as_petastorm_reads_them(
+        tmp_path: Path) -> None:
+    want = _partitioned_dataset_with_decimals(tmp_path / "dataset")
+    url = (tmp_path / "dataset").as_uri()
+    schema = sp.get_schema_from_dataset_url(url)
+    assert schema.decimal.numpy_dtype is Decimal
+    with sp.make_reader(url, workers_count=2) as reader:
+        got = sorted((int(r.id), r.partition_key, r.decimal) for r in reader)
+    assert got == want
+    assert all(isinstance(d, Decimal) for _, _, d in got)
+    # A filter on the partition key, as Petastorm's tests filter on it.
+    with sp.make_reader(url, predicate=pc.field("partition_key") == "p_1") as reader:
+        ids = sorted(int(r.id) for r in reader)
+    assert ids == [i for i in range(30) if i % 3 == 1]
+    with sp.make_batch_reader(url, schema_fields=["id", "partition_key"]) as reader:
+        keys = np.concatenate([b.partition_key for b in reader])
+    assert sorted(keys.tolist()) == sorted(key for _, key, _ in want)
+
+
+def test_a_second_pass_over_a_torch_loader_reads_the_next_epoch() -> None:
+    pytest.importorskip("torch")
+    url = (FIXTURE / "dataset").as_uri()
+    loader = sp_torch.DataLoader(sp.make_reader(url, schema_fields=["id"], num_epochs=1),
+                                 batch_size=16)
+    first = [int(i) for b in loader for i in b["id"]]
+    second = [int(i) for b in loader for i in b["id"]]
+    assert sorted(first) == sorted(second) == list(range(40))
+    assert first != second  # the reader's next epoch: another shuffle
+    batched = sp_torch.BatchedDataLoader(sp.make_batch_reader(url, schema_fields=["id"]),
+                                         batch_size=16)
+    for _ in range(2):
+        assert sorted(int(i) for b in batched for i in b["id"]) == list(range(40))
+    # A pass while another is being read is an error, as Petastorm's loaders say.
+    running = iter(loader)
+    next(running)
+    with pytest.raises(RuntimeError, match="last time iteration hasn't finished"):
+        next(iter(loader))

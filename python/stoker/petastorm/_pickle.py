@@ -6,6 +6,7 @@ with an error naming it, before it is called."""
 from __future__ import annotations
 
 import copyreg
+import decimal
 import io
 import pickle
 from collections import OrderedDict
@@ -25,6 +26,8 @@ _ALLOWED: dict[tuple[str, str], Any] = {
     ("petastorm.codecs", "CompressedImageCodec"): u.CompressedImageCodec,
     ("petastorm.codecs", "ScalarCodec"): u.ScalarCodec,
     ("collections", "OrderedDict"): OrderedDict,
+    # A Decimal field's numpy_dtype is the class itself (Petastorm's test schema has one).
+    ("decimal", "Decimal"): decimal.Decimal,
     # Protocols 0 and 1 rebuild objects through copyreg._reconstructor(cls, base, state);
     # cls and base come through find_class too, so only allowed classes are built.
     # (Python 2 spelled the modules copy_reg and __builtin__.)
@@ -58,7 +61,7 @@ class UnischemaUnpickler(pickle.Unpickler):
             raise RefusedGlobal(
                 f"it refers to {module}.{name}, which a Unischema "
                 f"does not hold; Stoker refuses to load it (only Petastorm's Unischema, "
-                f"UnischemaField, codecs, numpy dtypes and Spark SQL types are allowed)")
+                f"UnischemaField, codecs, numpy dtypes, decimal.Decimal and Spark SQL types are allowed)")
         return allowed
 
 

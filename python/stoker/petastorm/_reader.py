@@ -12,6 +12,7 @@ from typing import Any, Self
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 import stoker
@@ -224,9 +225,13 @@ def _make(dataset_url: Any, *, batched: bool, schema_fields: Sequence[Any] | Non
     if (cur_shard is None) != (shard_count is None):
         raise ValueError("cur_shard and shard_count must be given together")
     fs, path, source = resolve_url(dataset_url)
+    # Petastorm reads a directory's key=value subdirectories (Spark's partitionBy) as columns,
+    # as pyarrow's dataset discovery does; so does the Loader with partitioning="hive".
+    if "partitioning" not in loader_args and fs.get_file_info(path).type == pafs.FileType.Directory:
+        loader_args["partitioning"] = "hive"
     schema = find_unischema(fs, path, source)
     if schema is None:
-        schema = _schema_from_arrow(source, storage_options)
+        schema = _schema_from_arrow(source, storage_options, loader_args.get("partitioning"))
     if schema_fields is not None:
         schema = schema.create_schema_view(_field_list(schema, schema_fields))
     names = list(schema.fields)
@@ -270,11 +275,13 @@ def _make(dataset_url: Any, *, batched: bool, schema_fields: Sequence[Any] | Non
     return Reader(loader, schema, num_epochs, batched, row_filter, transform, output_schema)
 
 
-def _schema_from_arrow(source: str, storage_options: Any) -> Unischema:
-    """A Unischema of a plain Parquet dataset's columns (scalars, and lists as shape (None,))."""
+def _schema_from_arrow(source: str, storage_options: Any, partitioning: Any) -> Unischema:
+    """A Unischema of a plain Parquet dataset's columns (scalars, and lists as shape (None,)),
+    its partition keys included."""
     import numpy as np
 
-    probe = stoker.Loader(source, batch_size=1, output="arrow", storage_options=storage_options)
+    probe = stoker.Loader(source, batch_size=1, output="arrow", storage_options=storage_options,
+                          partitioning=partitioning)
     fields = []
     shape: tuple[None, ...]  # () for a scalar, (None,) for a list
     for field in probe.schema:

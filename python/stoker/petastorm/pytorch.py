@@ -23,7 +23,40 @@ def _to_tensor(values: Any) -> Any:
     return values if not isinstance(values, np.ndarray) else list(values)
 
 
-class DataLoader:
+class _LoaderBase:
+    """What both loaders share: each ``iter()`` is one pass over the reader, and a pass after
+    one that read every row starts the reader again (its next epoch), as Petastorm's
+    loaders reset their reader; a pass while another is in progress is an error."""
+
+    reader: Reader
+    _in_pass = False  # a pass is being read
+    _passes = 0  # passes started
+
+    def __iter__(self) -> Iterator[Any]:
+        if self._in_pass:
+            raise RuntimeError("Cannot start a new iteration because last time iteration "
+                               "hasn't finished.")
+        if self._passes and self.reader.last_row_consumed:
+            self.reader.reset()
+        self._in_pass = True
+        self._passes += 1
+        try:
+            yield from self._pass()
+        finally:
+            self._in_pass = False
+
+    def _pass(self) -> Iterator[Any]:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.reader.stop()
+        self.reader.join()
+
+
+class DataLoader(_LoaderBase):
     """Batches the rows of a ``make_reader`` reader: ``batch_size`` rows per batch, collated by
     ``collate_fn`` (default: torch's default_collate over the rows as dicts)."""
 
@@ -43,7 +76,7 @@ class DataLoader:
             collate_fn = default_collate
         self.collate_fn = collate_fn
 
-    def __iter__(self) -> Iterator[Any]:
+    def _pass(self) -> Iterator[Any]:
         rows: list[dict] = []
         for row in self.reader:
             rows.append(row._asdict())
@@ -53,15 +86,7 @@ class DataLoader:
         if rows:
             yield self.collate_fn(rows)
 
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.reader.stop()
-        self.reader.join()
-
-
-class BatchedDataLoader:
+class BatchedDataLoader(_LoaderBase):
     """Re-batches the column batches of a ``make_batch_reader`` reader into ``batch_size``
     rows, as dicts of torch tensors (``transform_fn`` applied to each)."""
 
@@ -81,7 +106,7 @@ class BatchedDataLoader:
         self.transform_fn = transform_fn
         self.shuffling_queue_capacity = shuffling_queue_capacity
 
-    def __iter__(self) -> Iterator[dict[str, Any]]:
+    def _pass(self) -> Iterator[dict[str, Any]]:
         pending: dict[str, list] = {}
         held = 0
         for batch in self.reader:
@@ -100,13 +125,6 @@ class BatchedDataLoader:
     def _emit(self, columns: dict[str, Any]) -> Any:
         batch = {name: _to_tensor(values) for name, values in columns.items()}
         return self.transform_fn(batch) if self.transform_fn is not None else batch
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.reader.stop()
-        self.reader.join()
 
 
 def _concat(parts: list) -> Any:
