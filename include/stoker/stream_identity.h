@@ -43,7 +43,7 @@ struct IdentityField {
 
 /// The resume identity, in the order a state lists its fields (docs/state.md): the one list
 /// Python's state_dict, load_state_dict and `stoker state` read (stoker._core.RESUME_IDENTITY).
-inline constexpr std::array<IdentityField, 12> kResumeIdentity = {{
+inline constexpr std::array<IdentityField, 13> kResumeIdentity = {{
     {"dataset_fingerprint", "dataset_fingerprint", true,
      "the dataset (files added, removed or changed)", nullptr},
     {"files", "files", false, "", nullptr},
@@ -57,6 +57,7 @@ inline constexpr std::array<IdentityField, 12> kResumeIdentity = {{
     {"pad_to_equal_steps", "pad_to_equal_steps", true, "pad_to_equal_steps", "false"},
     {"columns_digest", "columns", true, "the column set", nullptr},
     {"filter_digest", "filter_digest", true, "the filter", nullptr},
+    {"codecs_digest", "codecs_digest", true, "the codecs", "\"\""},
 }};
 
 }  // namespace stoker

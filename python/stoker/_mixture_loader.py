@@ -258,7 +258,8 @@ def _mixture_config(loader: MixtureLoader, seed: int, shuffle: bool,
                     shuffle_window: int | None, configs: list[dict[str, Any]]) -> dict[str, Any]:
     """What a saved state of the mixture must match, in the shape ``_state.identity`` reads:
     the fingerprint covers every source's dataset and rows per epoch and the mixing mode; the
-    filter digest every source's filter and transforms."""
+    filter digest every source's filter, renames and transforms (a source without transforms
+    adds none, so the states saved before they counted still load)."""
     plan = loader._plan
 
     def digest(parts: list[Any]) -> str:
@@ -279,7 +280,10 @@ def _mixture_config(loader: MixtureLoader, seed: int, shuffle: bool,
         "mode": "train",
         "pad_to_equal_steps": False,
         "columns": loader.schema.names,
-        "filter_digest": digest([[c["filter_digest"], c.get("transforms_digest", ""),
+        "filter_digest": digest([[c["filter_digest"],
+                                  c["transform_digest"] if source.transforms else "",
                                   source.rename] for c, source in
                                  zip(configs, loader.mixture.sources)]),
+        "codecs_digest": digest([c["codecs_digest"] for c in configs])
+        if any(c["codecs_digest"] for c in configs) else "",
     }

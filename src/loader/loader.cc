@@ -290,6 +290,8 @@ const std::shared_ptr<arrow::Schema>& LoaderImpl::schema() const { return source
 
 const TransformSpec& LoaderImpl::transforms() const { return *source_->transforms; }
 
+const std::string& LoaderImpl::codecs_digest() const { return source_->decoder->digest(); }
+
 std::string LoaderImpl::filter_digest() const {
   return source_->filter == nullptr ? "" : source_->filter->digest();
 }

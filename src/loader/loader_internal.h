@@ -48,6 +48,8 @@ class LoaderImpl final : public Loader {
   const Manifest& manifest() const;
   /// The compiled transform spec (its canonical form and digest key caches and servers).
   const TransformSpec& transforms() const;
+  /// Digest of the codecs the workers decode; empty when there are none.
+  const std::string& codecs_digest() const;
   /// The order of `epoch` for this rank; a pure function of dataset, options, epoch and the
   /// rounds of it consumed before a resume (empty for a fresh epoch).
   arrow::Result<EpochPlan> PlanEpoch(int64_t epoch,

@@ -29,6 +29,8 @@ std::string StreamConfigDigest(const Loader& loader) {
   digest.Add(loader.schema()->ToString());
   digest.Add(Internal(loader).transforms().digest());
   digest.Add(loader.filter_digest());
+  // Configurations without codecs keep the digest they had before codecs were part of it.
+  if (!Internal(loader).codecs_digest().empty()) digest.Add(Internal(loader).codecs_digest());
   return digest.Hex();
 }
 
@@ -56,6 +58,7 @@ std::string StreamConfigJson(const Loader& loader, int64_t chunk_batches) {
        << ",\"ragged\":" << strings(loader.ragged_columns())
        << ",\"transform_digest\":" << JsonString(Internal(loader).transforms().digest())
        << ",\"filter_digest\":" << JsonString(loader.filter_digest())
+       << ",\"codecs_digest\":" << JsonString(Internal(loader).codecs_digest())
        << ",\"chunk\":" << chunk_batches << "}";
   return json.str();
 }

@@ -358,6 +358,22 @@ def test_an_empty_source_is_an_error_naming_it(sources):
                                               name="nowhere", weight=1)]))
 
 
+def test_a_sources_transforms_are_part_of_the_mixtures_identity(sources):
+    def mixture(transforms):
+        return stoker.Mixture([
+            stoker.Source(sources["a"], weight=2, transforms=transforms),
+            stoker.Source(sources["b"], weight=1)], epoch_rows=3000)
+
+    clip = [{"op": "clip", "column": "x", "min": 0, "max": 100}]
+    state = _loader(mixture(clip)).state_dict()
+    _loader(mixture(clip)).load_state_dict(state)
+    with pytest.raises(ValueError, match="the filter differs"):
+        _loader(mixture([{"op": "clip", "column": "x", "min": 0, "max": 50}])
+                ).load_state_dict(state)
+    with pytest.raises(ValueError, match="the filter differs"):
+        _loader(mixture(None)).load_state_dict(state)
+
+
 def test_a_state_of_another_mixture_is_refused(sources):
     state = _loader(_mixture(sources, epoch_rows=4000)).state_dict()
     with pytest.raises(ValueError, match="does not match"):

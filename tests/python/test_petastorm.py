@@ -532,3 +532,26 @@ def test_a_second_pass_over_a_torch_loader_reads_the_next_epoch() -> None:
     next(running)
     with pytest.raises(RuntimeError, match="last time iteration hasn't finished"):
         next(iter(loader))
+
+
+def test_the_codecs_are_part_of_the_resume_identity() -> None:
+    url = (FIXTURE / "dataset").as_uri()
+    png = sp.make_loader(url, columns=["id", "rgb_png"], batch_size=8, output="arrow")
+    it = iter(png)
+    next(it)
+    state = png.state_dict()
+    assert state["codecs_digest"] != ""
+    # The same column read raw (its png bytes, no codec) is other batches: refused.
+    raw = stoker.Loader(FIXTURE / "dataset", columns=["id", "rgb_png"], batch_size=8,
+                        output="arrow")
+    with pytest.raises(ValueError, match="the codecs differs"):
+        raw.load_state_dict(state)
+    same = sp.make_loader(url, columns=["id", "rgb_png"], batch_size=8, output="arrow")
+    same.load_state_dict(state)
+    assert [b.column("id").to_pylist() for b in same] == [
+        b.column("id").to_pylist() for b in it]
+    # A state saved before codecs were part of it (no codecs_digest) means none.
+    old = {k: v for k, v in raw.state_dict().items() if k != "codecs_digest"}
+    raw.load_state_dict(old)
+    with pytest.raises(ValueError, match="the codecs differs"):
+        png.load_state_dict(old)
