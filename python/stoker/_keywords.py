@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import argparse
 import inspect
-from collections.abc import Sequence
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from stoker import _core
 from stoker._options import LOADER_DEFAULTS
 
-__all__ = ["KEYWORDS", "add_flags", "document", "flag_values"]
+__all__ = ["KEYWORDS", "LOADER_FLAGS", "add_flags", "document", "flag_values"]
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,11 @@ class Keyword:
 
     names: tuple[str, ...]
     doc: str
-    cli: str | None = None
+    # The --flag's help: one line, or one per name for a group (None: not a flag).
+    cli: str | dict[str, str] | None = None
+
+    def flag_help(self, name: str) -> str | None:
+        return self.cli.get(name) if isinstance(self.cli, dict) else self.cli
 
 
 # In the order the Loader's signature lists them.
@@ -67,15 +72,20 @@ drop a short last batch (not with ``mode="eval"``).""",
 "train" (equal slices per rank, equal steps) or "eval": every row exactly once,
 each rank a contiguous share of the epoch (shares differ by at most one row, so
 batch counts by at most one). Set ``shuffle=False`` for evaluation in file order
-(docs/evaluation.md)."""),
+(docs/evaluation.md).""",
+            cli="train (equal steps per rank) or eval (every row exactly once; "
+                "docs/evaluation.md)"),
     Keyword(("pad_to_equal_steps",), """\
 with ``mode="eval"``, every rank delivers the same number of
 batches, all of ``batch_size`` rows; rows past a rank's share repeat its last
-row and a bool column ``_valid`` marks the real ones."""),
+row and a bool column ``_valid`` marks the real ones.""",
+            cli="with --mode eval: every rank the same number of full batches, a bool column "
+                "_valid marking the real rows"),
     Keyword(("with_row_origin",), """\
 add ``_file_index`` (int32, an index into ``loader.files``) and
 ``_row_in_file`` (int64) to every batch, to join output back to its input. Not
-with a ``filter``."""),
+with a ``filter``.""",
+            cli="add _file_index and _row_in_file to every batch"),
     Keyword(("num_threads",), """\
 worker threads; None: this rank's share of the CPUs the process may use
 (affinity mask and cgroup quota, divided by the ranks on this node as
@@ -96,7 +106,9 @@ dicts ``{"column": "image", "codec": "png", "dtype": "uint8", "shape": [32, 32,
 3]}``; codec "ndarray", "compressed_ndarray", "png" or "jpeg"; -1 for a dimension
 of unknown size (the column is then a list: ``output="arrow"`` or a pad
 transform). ``stoker.petastorm`` builds them from a dataset's stored Unischema
-(docs/petastorm.md). None: none."""),
+(docs/petastorm.md). None: none.""",
+            cli="a JSON file listing the encoded columns to decode ([{\"column\": ..., \"codec\":"
+                " ..., \"dtype\": ..., \"shape\": [...]}]; docs/petastorm.md)"),
     Keyword(("transforms",), """\
 feature transforms run per row group in the C++ workers: a list of
 dicts such as ``{"op": "log1p", "column": "I1"}`` (docs/transforms.md)."""),
@@ -120,7 +132,8 @@ discovery types them (int32 when every value is one, else string); a
 ``pyarrow.Schema`` gives some or all keys their types (and turns discovery on);
 None (the default, as in ``pyarrow.dataset``): no partition columns.
 A ``filter`` on partition columns rules whole files out before their footers are
-read (``stats()["files_pruned"]``; docs/partitions-and-tables.md)."""),
+read (``stats()["files_pruned"]``; docs/partitions-and-tables.md).""",
+            cli="hive: key=value directory names become columns (docs/partitions-and-tables.md)"),
     Keyword(("index",), """\
 what a directory's summary file ``_metadata`` (``stoker index``, pyarrow,
 Dask) does: "use" (None: the default) builds the manifest from it (one read instead of one per
@@ -132,7 +145,9 @@ checks each file's size and modification time at its first read (a file
 rewritten or removed since is an error naming it; one ADDED since is not seen);
 with an index ``stoker index --checksums`` wrote, it checks the bytes of each
 column chunk it reads against their checksum instead (no request per file).
-The batches are the same either way (docs/large-datasets.md)."""),
+The batches are the same either way (docs/large-datasets.md).""",
+            cli="what the summary file _metadata does: use (default), fallback, ignore or trust "
+                "(docs/large-datasets.md)"),
     Keyword(("cache_dir",), """\
 a local directory caching finished row groups (after projection, filter
 and transforms) so later epochs skip reads and decoding; the output is the same
@@ -143,17 +158,25 @@ what the cache may hold on disk (0: no limit).""",
             cli="evict the cache's oldest entries above this size (0: no limit)"),
     Keyword(("cache_policy",), """\
 "lru" evicts the least recently used entries to stay under the limit;
-"fill" stores until the limit and then keeps what it has."""),
+"fill" stores until the limit and then keeps what it has.""",
+            cli="lru (default) evicts the least recently used entries; fill keeps what it stored "
+                "first"),
     Keyword(("on_error",), """\
 "raise" (a row group that cannot be fetched, decoded or checked ends the
 epoch with its error) or "skip": such a row group is skipped, its rows absent
 from the batches that held them (shorter batches; the plan, other rows'
 positions and resume are unchanged), listed in ``stats()["skipped_units"]`` and
-in ``quarantine_report()`` (docs/bad-data.md)."""),
+in ``quarantine_report()`` (docs/bad-data.md).""",
+            cli="raise (default) or skip: a row group that cannot be read is skipped and listed "
+                "(docs/bad-data.md)"),
     Keyword(("max_bad_units", "max_bad_fraction"), """\
 with ``on_error="skip"``, the most row groups (a
 count, or a fraction of the dataset's) this loader may skip; one more is an
-error naming them. None: no limit."""),
+error naming them. None: no limit.""",
+            cli={"max_bad_units": "with --on-error skip: the most row groups skipped "
+                                  "(default: no limit)",
+                 "max_bad_fraction": "with --on-error skip: the largest fraction of row "
+                                     "groups skipped (default: no limit)"}),
     Keyword(("trace",), """\
 a path: keep a timeline of the work (each unit's fetch, decode, transform
 and staging, each batch's assembly and the consumer's wait, per thread) and
@@ -207,6 +230,23 @@ def _entry(text: str) -> str:
     return "\n".join(["    " + first, *("        " + line for line in rest)])
 
 
+# How a flag's text becomes the option's value, where not an int (booleans are switches).
+_PARSE: dict[str, Callable[[str], Any]] = {
+    "mode": str, "cache_policy": str, "on_error": str, "index": str, "partitioning": str,
+    "cache_dir": str, "max_bad_fraction": float,
+}
+# Options whose engine default is no value a flag can spell: the flag's default is None (the
+# Loader's own default).
+_NO_DEFAULT = ("columns", "cache_dir", "codecs", "partitioning", "index")
+
+# Every Loader option a command line can spell, in the Loader's order (filters, callables,
+# storage options and tables need Python; transforms and codecs come from JSON files).
+LOADER_FLAGS = ("columns", "batch_size", "shuffle", "seed", "shuffle_window", "drop_last",
+                "mode", "pad_to_equal_steps", "with_row_origin", "num_threads", "prefetch",
+                "codecs", "partitioning", "index", "cache_dir", "cache_limit_bytes",
+                "cache_policy", "on_error", "max_bad_units", "max_bad_fraction")
+
+
 def add_flags(parser: argparse.ArgumentParser, names: Sequence[str], *,
               required: Sequence[str] = (), defaults: dict[str, Any] | None = None) -> None:
     """Adds ``--<name>`` for each of ``names`` (``--no-shuffle`` for shuffle) with its help
@@ -214,9 +254,10 @@ def add_flags(parser: argparse.ArgumentParser, names: Sequence[str], *,
     option's type and range-checked by the engine when the Loader is made."""
     defaults = defaults or {}
     for name in names:
-        help_text = _BY_NAME[name].cli
+        help_text = _BY_NAME[name].flag_help(name)
         flag = "--" + name.replace("_", "-")
-        default = defaults.get(name, getattr(LOADER_DEFAULTS, name))
+        default = defaults.get(
+            name, None if name in _NO_DEFAULT else getattr(LOADER_DEFAULTS, name))
         if name == "shuffle":
             parser.add_argument("--no-shuffle", dest="shuffle", action="store_false",
                                 help=help_text)
@@ -224,16 +265,25 @@ def add_flags(parser: argparse.ArgumentParser, names: Sequence[str], *,
             parser.add_argument(flag, action="store_true", default=default, help=help_text)
         elif name == "columns":
             parser.add_argument(flag, type=_column_list, default=None, help=help_text)
-        elif name == "cache_dir":
-            parser.add_argument(flag, default=None, help=help_text)
+        elif name == "codecs":
+            parser.add_argument(flag, type=_json_file, metavar="JSON_FILE", default=None,
+                                help=help_text)
         else:
-            parser.add_argument(flag, type=int, required=name in required,
+            parser.add_argument(flag, type=_PARSE.get(name, int), required=name in required,
                                 default=None if name in required else default, help=help_text)
 
 
 def flag_values(args: argparse.Namespace, names: Sequence[str]) -> dict[str, Any]:
     """The Loader keyword arguments of the flags ``add_flags`` added."""
     return {name: getattr(args, name) for name in names}
+
+
+def _json_file(path: str) -> Any:
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError) as error:
+        raise argparse.ArgumentTypeError(f"cannot read {path} as JSON: {error}") from None
 
 
 def _column_list(text: str) -> list[str]:

@@ -177,10 +177,10 @@ def _run_doctor(args: argparse.Namespace) -> int:
     return 0
 
 
-# The Loader options `serve` and `doctor` take as flags (their help, defaults and checks are
-# the Loader's: _keywords); --transforms names a file the command reads.
-_LOADER_FLAGS = ("columns", "batch_size", "shuffle", "seed", "shuffle_window", "drop_last",
-                 "num_threads", "prefetch", "cache_dir", "cache_limit_bytes")
+# The Loader options `serve` and `doctor` take as flags: every one a command line can spell
+# (their help, defaults and checks are the Loader's: _keywords); --transforms names a file the
+# command reads.
+_LOADER_FLAGS = _keywords.LOADER_FLAGS
 
 
 def _add_loader_options(parser: argparse.ArgumentParser) -> None:

@@ -90,9 +90,25 @@ def test_the_command_lines_loader_flags_come_from_the_definition(command: str) -
     shared = ("columns", "batch_size", "shuffle", "seed", "shuffle_window", "num_threads",
               "prefetch")
     for name in shared + (() if command == "bench" else cli._LOADER_FLAGS):
-        assert by_name[name].cli is not None and flags[name].help == by_name[name].cli, name
+        help_text = by_name[name].flag_help(name)
+        assert help_text is not None and flags[name].help == help_text, name
     assert flags["seed"].default == LOADER_DEFAULTS.seed
     assert flags["batch_size"].required is (command != "bench")
+
+
+def test_serve_and_doctor_take_every_loader_option_a_command_line_can_spell() -> None:
+    # The Loader's keywords but those that need Python (a filter expression, a callable,
+    # storage options, a table object), the output kinds, the timeline and the device; and
+    # transforms, which both commands read from a file of their own.
+    python_only = {"source", "filter", "batch_transform", "storage_options", "output",
+                   "transforms", "rank", "world_size", "trace", "trace_events", "device",
+                   "device_prefetch"}
+    spelled = set(_keywords_of(stoker.Loader)) - python_only
+    assert set(_keywords.LOADER_FLAGS) == spelled
+    for command in ("serve", "doctor"):
+        assert spelled <= set(_flags(command)), command
+    assert _flags("serve")["max_bad_fraction"].type is float
+    assert _flags("serve")["mode"].default == LOADER_DEFAULTS.mode
 
 
 def test_ranges_on_the_command_line_are_the_engines(criteo: Path,

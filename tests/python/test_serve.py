@@ -41,6 +41,21 @@ def test_remote_batches_equal_local_batches(criteo: Path, servers, count: int,
             assert_same_batches(list(remote), list(reference))
 
 
+def test_serve_takes_every_loader_option_a_command_line_can_spell(criteo: Path,
+                                                                  servers) -> None:
+    """Evaluation with padding and the error budget, from `stoker serve`'s own flags: each
+    rank's remote batches equal that rank's local loader's."""
+    server = servers("--mode", "eval", "--pad-to-equal-steps", "--on-error", "skip",
+                     "--max-bad-units", "2", "--cache-policy", "fill")
+    config = stoker.RemoteLoader([server.location], **OPTIONS)._servers.config
+    assert (config["mode"], config["pad_to_equal_steps"]) == ("eval", True)
+    for rank in range(3):
+        remote = stoker.RemoteLoader([server.location], rank=rank, world_size=3, **OPTIONS)
+        reference = stoker.Loader(criteo, columns=COLUMNS, rank=rank, world_size=3,
+                                  mode="eval", pad_to_equal_steps=True, **OPTIONS)
+        assert_same_batches(list(remote), list(reference))
+
+
 def test_torch_output(criteo: Path, servers) -> None:
     torch = pytest.importorskip("torch")
     remote = stoker.RemoteLoader([servers().location], output="torch", **OPTIONS)
