@@ -690,6 +690,11 @@ def rows_left(total_rows: int, resumed: Sequence[tuple[int, int]], world_size: i
     Rows each of `world_size` ranks has left of an epoch of `total_rows` rows after the `resumed` (world_size, rows per rank) rounds (mode="train": equal shares).
     """
 
+def batches_left(total_rows: int, resumed: Sequence[tuple[int, int]], world_size: int, rank: int, batch_size: int, drop_last: bool, mode: str, pad_to_equal_steps: bool) -> int:
+    """
+    Batches rank `rank` of `world_size` has left of an epoch of `total_rows` rows after the `resumed` rounds, in mode "train" or "eval" (with its padding): the plan's own count, without data.
+    """
+
 def batches_per_rank(rows: int, batch_size: int, drop_last: bool) -> int:
     """
     Batches `rows` rows make at `batch_size` (the last one short unless `drop_last`).

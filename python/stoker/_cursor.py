@@ -8,7 +8,7 @@ import warnings
 import weakref
 from typing import Any
 
-from stoker import _state
+from stoker import _core, _state
 
 
 class Progress:
@@ -62,17 +62,12 @@ class EpochCursor:
         if n_batches < 0:
             raise ValueError(f"n_batches must be >= 0 (skip only moves forward; load an "
                              f"earlier state_dict() to go back), got {n_batches}")
-        if self.identity.get("mode", "train") != "train":
-            raise ValueError("skip() moves a training run on; in mode='eval' every row is "
-                             "delivered exactly once, so there is nothing to skip over")
         rows, batch_size = self.identity["rows"], self.identity["batch_size"]
-        drop_last = self.identity["drop_last"]
         epoch, rounds = _state.position(self._progress, self._epoch, self._pending_rounds,
                                         self.world_size)
-        left = _state.batches_of(_state.rows_left(rows, rounds, self.world_size), batch_size,
-                                 drop_last)
+        left = self._batches_left(rounds)
         if n_batches >= left:  # past this epoch's end: whole epochs, then into the next
-            per_epoch = _state.batches_of(rows // self.world_size, batch_size, drop_last)
+            per_epoch = self._batches_left([])
             n_batches -= left
             if n_batches > 0 and per_epoch == 0:
                 raise ValueError(f"cannot skip {n_batches} more batches: an epoch has no "
@@ -82,6 +77,15 @@ class EpochCursor:
             epoch, rounds = epoch + 1 + whole, []
         rounds = _state.merge_round(rounds, self.world_size, n_batches * batch_size)
         self._epoch, self._pending_rounds, self._progress = epoch, rounds, None
+
+    def _batches_left(self, rounds: list[list[int]]) -> int:
+        """This rank's batches left of an epoch after ``rounds`` (in training or evaluation,
+        with its padding): the plan's own count (``_core.batches_left``)."""
+        identity = self.identity
+        return _core.batches_left(
+            identity["rows"], [(int(n), int(r)) for n, r in rounds], self.world_size, self.rank,
+            identity["batch_size"], identity["drop_last"], identity.get("mode", "train"),
+            identity.get("pad_to_equal_steps", False))
 
     def load(self, state: Any, *, strict: bool) -> bool:
         """Continues from a saved state; True when it is this very rank's (same rank and world

@@ -9,9 +9,11 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -36,6 +38,30 @@ std::vector<Segment> Segments(int64_t total_rows, const Rounds& resumed, int wor
     config.resumed.push_back({round_world_size, rows});
   }
   return ValueOrThrow(EpochPlan::Make({total_rows}, config)).segments();
+}
+
+/// The batches this rank has left of an epoch of `total_rows` rows after `resumed`, in either
+/// mode: the batch count of a one-unit plan (the same rule as the real plan's, no data).
+int64_t BatchesLeft(int64_t total_rows, const Rounds& resumed, int world_size, int rank,
+                    int64_t batch_size, bool drop_last, const std::string& mode,
+                    bool pad_to_equal_steps) {
+  if (total_rows == 0) return 0;
+  PlanConfig config;
+  config.shuffle = false;
+  config.window_rows = total_rows;
+  config.world_size = world_size;
+  config.rank = rank;
+  config.batch_size = batch_size;
+  config.drop_last = drop_last;
+  if (mode != "train" && mode != "eval") {
+    throw nb::value_error(("mode must be 'train' or 'eval', got '" + mode + "'").c_str());
+  }
+  config.exactly_once = mode == "eval";
+  config.pad_to_equal_steps = pad_to_equal_steps;
+  for (const auto& [round_world_size, rows] : resumed) {
+    config.resumed.push_back({round_world_size, rows});
+  }
+  return ValueOrThrow(EpochPlan::Make({total_rows}, config)).num_batches();
 }
 
 }  // namespace
@@ -65,6 +91,12 @@ void BindPlan(nb::module_& m) {
       nb::arg("total_rows"), nb::arg("resumed"), nb::arg("world_size"),
       "Rows each of `world_size` ranks has left of an epoch of `total_rows` rows after the "
       "`resumed` (world_size, rows per rank) rounds (mode=\"train\": equal shares).");
+  m.def("batches_left", &BatchesLeft, nb::arg("total_rows"), nb::arg("resumed"),
+        nb::arg("world_size"), nb::arg("rank"), nb::arg("batch_size"), nb::arg("drop_last"),
+        nb::arg("mode"), nb::arg("pad_to_equal_steps"),
+        "Batches rank `rank` of `world_size` has left of an epoch of `total_rows` rows after "
+        "the `resumed` rounds, in mode \"train\" or \"eval\" (with its padding): the plan's "
+        "own count, without data.");
   m.def(
       "batches_per_rank",
       [](int64_t rows, int64_t batch_size, bool drop_last) {

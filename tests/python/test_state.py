@@ -105,8 +105,31 @@ def test_skip_refuses_bad_arguments(criteo: Path) -> None:
         loader.skip(-1)
     with pytest.raises(TypeError, match="n_batches must be an int"):
         loader.skip(1.5)  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="mode='eval'"):
-        stoker.Loader(criteo, mode="eval", **OPTIONS).skip(1)
+
+
+@pytest.mark.parametrize("pad", [False, True])
+@pytest.mark.parametrize("n", [0, 5, 9, 10, 23])
+def test_skip_in_evaluation_equals_reading_and_discarding(criteo: Path, pad: bool,
+                                                          n: int) -> None:
+    """mode="eval": each of 3 ranks has its own share (20,000 rows: 6,667, 6,667, 6,666; 10
+    batches of 700 each, the last short unless padded), so skip counts that rank's batches,
+    across the epoch's end too."""
+    options = {**OPTIONS, "mode": "eval", "pad_to_equal_steps": pad, "world_size": 3}
+    for rank in range(3):
+        reference = stoker.Loader(criteo, rank=rank, num_threads=2, **options)
+        want = read_then_discard(reference, n, 4)
+        skipper = stoker.Loader(criteo, rank=rank, num_threads=2, **options)
+        skipper.skip(n)
+        assert_same_batches(read(skipper, 4), want)
+        # Where the skip lands is where reading would have left the state.
+        walked = stoker.Loader(criteo, rank=rank, **options)
+        if 0 < n < len(walked):
+            landed = stoker.Loader(criteo, rank=rank, **options)
+            landed.skip(n)
+            epoch = iter(walked)
+            for _ in range(n):
+                next(epoch)
+            assert landed.state_dict()["rounds"] == walked.state_dict()["rounds"]
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
