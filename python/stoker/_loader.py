@@ -284,6 +284,8 @@ class Loader(_cursor.EpochLoader):
             if hinted is error:
                 raise
             raise hinted from error
+        if on_error == "skip":
+            self._log_skipped()  # files whose footers could not be read, left out already
         if self._core.num_batches() == 0:
             warnings.warn(
                 f"this loader delivers no batches: rank {rank} of world_size {world_size} gets "
@@ -372,6 +374,11 @@ class Loader(_cursor.EpochLoader):
         its rows (the engine lists it in stats() when it skips it)."""
         skipped = self._core.stats()["skipped_units"]
         for unit in skipped[self._skipped_logged:]:
+            if unit["row_group"] < 0:  # a file whose footer could not be read
+                _log.warning("skipped file %s: its footer could not be read (on_error="
+                             "\"skip\", %d skipped so far): %s", unit["file"], len(skipped),
+                             unit["error"])
+                continue
             _log.warning("skipped row group %d of %s (%d rows; on_error=\"skip\", %d skipped "
                          "so far): %s", unit["row_group"], unit["file"], unit["rows"],
                          len(skipped), unit["error"])

@@ -27,6 +27,17 @@ arrow::Status ErrorBudget::Skip(int32_t unit_id, const Manifest& manifest, const
   return OverBudget();
 }
 
+arrow::Status ErrorBudget::SkipFile(const UnreadableFile& file) {
+  MutexLock lock(mutex_);
+  SkippedUnit skipped;
+  skipped.file = file.path;
+  skipped.row_group = -1;
+  skipped.error = file.error.ToString();
+  skipped_.push_back(std::move(skipped));
+  if (WithinBudget(static_cast<int64_t>(skipped_.size()))) return arrow::Status::OK();
+  return OverBudget();
+}
+
 bool ErrorBudget::WithinBudget(int64_t skipped) const {
   if (max_units_.has_value() && skipped > *max_units_) return false;
   if (max_fraction_.has_value() &&
@@ -45,8 +56,13 @@ arrow::Status ErrorBudget::OverBudget() const {
   out << "):";
   for (size_t i = 0; i < skipped_.size() && i < kUnitsNamed; ++i) {
     const SkippedUnit& unit = skipped_[i];
-    out << (i == 0 ? " " : "; ") << "'" << unit.file << "' row group " << unit.row_group << " ("
-        << unit.rows << " rows): " << unit.error;
+    out << (i == 0 ? " " : "; ") << "'" << unit.file << "' ";
+    if (unit.row_group < 0) {
+      out << "(its footer)";
+    } else {
+      out << "row group " << unit.row_group << " (" << unit.rows << " rows)";
+    }
+    out << ": " << unit.error;
   }
   if (skipped_.size() > kUnitsNamed) out << "; and " << skipped_.size() - kUnitsNamed << " more";
   return arrow::Status::IOError(out.str());

@@ -20,7 +20,8 @@ namespace stoker {
 /// a unit is counted once however many epochs meet it.
 class ErrorBudget {
  public:
-  /// `total_units`: the dataset's units (what max_bad_fraction is a fraction of).
+  /// `total_units`: the dataset's units, and the files left out unread (what
+  /// max_bad_fraction is a fraction of).
   ErrorBudget(int64_t total_units, std::optional<int64_t> max_units,
               std::optional<double> max_fraction)
       : total_units_(total_units), max_units_(max_units), max_fraction_(max_fraction) {}
@@ -30,6 +31,11 @@ class ErrorBudget {
   /// failed and which (file, row group, first error).
   arrow::Status Skip(int32_t unit_id, const Manifest& manifest, const Unit& unit,
                      const arrow::Status& error) EXCLUDES(mutex_);
+
+  /// Records a file left out of the manifest because its footer could not be read: listed
+  /// as a skipped unit with row group -1 and 0 rows (its rows were never counted), and
+  /// counted against the budget like a unit. OK while within the budget.
+  arrow::Status SkipFile(const UnreadableFile& file) EXCLUDES(mutex_);
 
   /// The units skipped so far, in the order they were first met.
   std::vector<SkippedUnit> skipped() const EXCLUDES(mutex_);

@@ -204,7 +204,8 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
   ARROW_ASSIGN_OR_RAISE(source->manifest, CatchAll([&] {
                           return Manifest::Make(options.sources, read, options.storage,
                                                 stats->retry_counter(), options.index, stats.get(),
-                                                options.partitioning, options.filter);
+                                                options.partitioning, options.filter,
+                                                options.on_error == OnError::kSkip);
                         }));
   ARROW_RETURN_NOT_OK(SetUpTransforms(options, source.get()));
   source->plan_columns.valid_mask = options.pad_to_equal_steps;
@@ -218,9 +219,13 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
   }
   ARROW_RETURN_NOT_OK(SetUpUnits(options, stats.get(), source.get()));
   if (options.on_error == OnError::kSkip) {
-    source->error_budget =
-        std::make_shared<ErrorBudget>(static_cast<int64_t>(source->units.size()),
-                                      options.max_bad_units, options.max_bad_fraction);
+    const auto& unreadable = source->manifest->unreadable_files();
+    source->error_budget = std::make_shared<ErrorBudget>(
+        static_cast<int64_t>(source->units.size() + unreadable.size()), options.max_bad_units,
+        options.max_bad_fraction);
+    for (const UnreadableFile& file : unreadable) {
+      ARROW_RETURN_NOT_OK(source->error_budget->SkipFile(file));
+    }
   }
   if (!options.cache_dir.empty()) SetUpCache(options, stats, source.get());
   return source;

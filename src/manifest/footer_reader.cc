@@ -75,7 +75,8 @@ arrow::Result<std::shared_ptr<parquet::FileMetaData>> DecodeFooter(const std::st
 }
 
 arrow::Result<std::vector<Footer>> ReadFooters(const std::vector<SourceFile>& sources,
-                                               int concurrency, Stats* stats) {
+                                               int concurrency, Stats* stats,
+                                               std::vector<arrow::Status>* failed) {
   std::vector<arrow::Result<Footer>> results(sources.size());
   {
     // Owned for this call only: its threads wait on the network, not on the CPU.
@@ -92,14 +93,19 @@ arrow::Result<std::vector<Footer>> ReadFooters(const std::vector<SourceFile>& so
   }
   std::vector<Footer> footers;
   footers.reserve(sources.size());
+  if (failed != nullptr) failed->assign(sources.size(), arrow::Status::OK());
   for (size_t i = 0; i < sources.size(); ++i) {
     if (!results[i].ok()) {
       const auto& status = results[i].status();
       // A store that fails is not a file that is not Parquet: say which it is.
-      if (status.IsIOError() && status.message().find("Parquet") == std::string::npos) {
-        return WithContext(ExplainStorageError(status, sources[i].display), "reading the footer");
-      }
-      return WithContext(status, "'" + sources[i].display + "' could not be read as Parquet");
+      arrow::Status error =
+          status.IsIOError() && status.message().find("Parquet") == std::string::npos
+              ? WithContext(ExplainStorageError(status, sources[i].display), "reading the footer")
+              : WithContext(status, "'" + sources[i].display + "' could not be read as Parquet");
+      if (failed == nullptr) return error;
+      (*failed)[i] = std::move(error);
+      footers.emplace_back();
+      continue;
     }
     footers.push_back(std::move(*results[i]));
   }

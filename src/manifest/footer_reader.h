@@ -80,8 +80,10 @@ arrow::Result<std::shared_ptr<parquet::FileMetaData>> DecodeFooter(const std::st
 /// Reads every file's footer, `concurrency` (>= 1) requests in flight at once on threads of
 /// its own (a footer read is one round trip, latency-bound, not CPU-bound); counts the
 /// requests in `stats` (metadata_requests) when it is not null. The first failure, saying
-/// whether the store or the file is at fault.
+/// whether the store or the file is at fault; with `failed` (on_error="skip"), no failure
+/// fails the call: (*failed)[i] is file i's error (OK when it was read) and its Footer empty.
 arrow::Result<std::vector<Footer>> ReadFooters(const std::vector<SourceFile>& sources,
-                                               int concurrency, Stats* stats);
+                                               int concurrency, Stats* stats,
+                                               std::vector<arrow::Status>* failed = nullptr);
 
 }  // namespace stoker

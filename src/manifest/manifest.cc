@@ -230,9 +230,11 @@ arrow::Result<std::vector<std::optional<DatasetIndex>>> ReadIndexes(
 // so it was read whole), otherwise read from each kept file alone.
 arrow::Result<std::vector<Footer>> GatherFooters(const std::vector<ResolvedSource>& resolved,
                                                  std::vector<std::optional<DatasetIndex>> indexes,
-                                                 const std::vector<bool>& keep,
+                                                 std::vector<bool>* keep_files,
                                                  const StorageOptions& storage, IndexPolicy index,
-                                                 Stats* stats) {
+                                                 Stats* stats,
+                                                 std::vector<UnreadableFile>* unreadable) {
+  std::vector<bool>& keep = *keep_files;
   std::vector<Footer> footers;
   int64_t used = 0, stale = 0, opened = 0;
   size_t first = 0;  // flat index of the source's first file
@@ -251,12 +253,27 @@ arrow::Result<std::vector<Footer>> GatherFooters(const std::vector<ResolvedSourc
       }
     } else {
       std::vector<SourceFile> kept;
+      std::vector<size_t> kept_at;  // each kept file's flat index
       for (size_t i = 0; i < count; ++i) {
-        if (keep[first + i]) kept.push_back(source.files[i]);
+        if (keep[first + i]) {
+          kept.push_back(source.files[i]);
+          kept_at.push_back(first + i);
+        }
       }
-      ARROW_ASSIGN_OR_RAISE(auto read, ReadFooters(kept, storage.ResolvedMetadataThreads(), stats));
+      std::vector<arrow::Status> failed;
+      ARROW_ASSIGN_OR_RAISE(auto read, ReadFooters(kept, storage.ResolvedMetadataThreads(), stats,
+                                                   unreadable == nullptr ? nullptr : &failed));
       opened += static_cast<int64_t>(kept.size());
-      for (auto& footer : read) footers.push_back(std::move(footer));
+      for (size_t k = 0; k < read.size(); ++k) {
+        if (!failed.empty() && !failed[k].ok()) {
+          // Left out (on_error="skip"): its place in `keep` goes, so files and footers stay
+          // paired.
+          keep[kept_at[k]] = false;
+          unreadable->push_back({kept[k].display, std::move(failed[k])});
+          continue;
+        }
+        footers.push_back(std::move(read[k]));
+      }
     }
     first += count;
   }
@@ -296,7 +313,8 @@ arrow::Result<std::vector<bool>> PruneByPartitions(
 arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
     const std::vector<std::string>& source_list, const std::vector<std::string>& columns,
     const StorageOptions& storage, const RetryCounter& retries, IndexPolicy index, Stats* stats,
-    const PartitionOptions& partitioning, const std::optional<arrow::compute::Expression>& filter) {
+    const PartitionOptions& partitioning, const std::optional<arrow::compute::Expression>& filter,
+    bool skip_unreadable) {
   // The loader's Validate() rejects an empty list; a direct caller gets the same answer.
   if (source_list.empty()) {
     return arrow::Status::Invalid("source: no file, directory or glob was given");
@@ -310,8 +328,12 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
   size_t num_files = 0;
   for (const auto& source : resolved) num_files += source.files.size();
   ARROW_ASSIGN_OR_RAISE(auto keep, PruneByPartitions(partitions, num_files, filter, stats));
+  std::vector<UnreadableFile> unreadable;
   ARROW_ASSIGN_OR_RAISE(auto footers,
-                        GatherFooters(resolved, std::move(indexes), keep, storage, index, stats));
+                        GatherFooters(resolved, std::move(indexes), &keep, storage, index, stats,
+                                      skip_unreadable ? &unreadable : nullptr));
+  // Not one file could be read: there is no schema, nothing to skip to.
+  if (footers.empty()) return unreadable.front().error;
   if (stats != nullptr) stats->AddMetadataTime(Stats::Clock::now() - started);
   std::vector<SourceFile> sources;
   std::vector<std::shared_ptr<const std::string>> trusted_indexes;  // parallel to sources
@@ -348,6 +370,13 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
   for (size_t i = 0; i < sources.size(); ++i) {
     ARROW_ASSIGN_OR_RAISE(auto file, DescribeFile(sources[i], footers[i], first, first_path, fields,
                                                   manifest->partition_field_, columns.empty()));
+    // What the file adds, to be taken back if its footer does not decode and it is skipped.
+    const auto index = static_cast<int32_t>(manifest->files_.size());
+    const size_t units_before = manifest->units_.size();
+    const int64_t rows_before = manifest->num_rows_;
+    const Digest fingerprint_before = fingerprint;
+    std::vector<ColumnNullCounts> nulls_before;
+    if (skip_unreadable) nulls_before = manifest->null_counts_;
     if (!partitions.empty()) {
       // Datasets without partition columns keep the fingerprints they always had.
       for (const auto& value : partition_values[i]) fingerprint.Add(value->ToString());
@@ -358,25 +387,38 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
       manifest->identity_check_ = std::make_unique<IdentityCheck>(sources.size());
     }
     // Column metadata is decoded lazily and may throw (encrypted columns, corrupt footers).
-    ARROW_RETURN_NOT_OK(WithContext(
+    arrow::Status decoded = WithContext(
         CatchAll([&]() -> arrow::Status {
           BEGIN_PARQUET_CATCH_EXCEPTIONS
           ARROW_ASSIGN_OR_RAISE(auto metadata, DecodeFooter(footers[i].bytes.Serialized()));
           if (!footers[i].skimmed_rows.empty()) {
             ARROW_RETURN_NOT_OK(CheckCut(*metadata, footers[i].skimmed_rows));
           }
-          ARROW_RETURN_NOT_OK(
-              AddUnits(i, file, *metadata, &manifest->units_, &manifest->num_rows_, &fingerprint));
-          NoteNullCounts(i, file, *metadata, &manifest->null_counts_);
+          ARROW_RETURN_NOT_OK(AddUnits(index, file, *metadata, &manifest->units_,
+                                       &manifest->num_rows_, &fingerprint));
+          NoteNullCounts(index, file, *metadata, &manifest->null_counts_);
           ARROW_RETURN_NOT_OK(TakeChecksums(*metadata, &footers[i], &file));
           file.footer = std::move(footers[i].bytes);
           return arrow::Status::OK();
           END_PARQUET_CATCH_EXCEPTIONS
         }),
-        "'" + file.source.display + "' could not be read as Parquet"));
-    manifest->files_.push_back(std::move(file));
+        "'" + file.source.display + "' could not be read as Parquet");
     footers[i] = Footer();  // the decoded form is dropped file by file
+    if (!decoded.ok()) {
+      if (!skip_unreadable) return decoded;
+      manifest->units_.resize(units_before);
+      manifest->num_rows_ = rows_before;
+      fingerprint = fingerprint_before;
+      manifest->null_counts_ = std::move(nulls_before);
+      unreadable.push_back({file.source.display, std::move(decoded)});
+      continue;
+    }
+    manifest->files_.push_back(std::move(file));
   }
+  if (manifest->files_.empty()) return unreadable.front().error;
+  std::sort(unreadable.begin(), unreadable.end(),
+            [](const UnreadableFile& a, const UnreadableFile& b) { return a.path < b.path; });
+  manifest->unreadable_files_ = std::move(unreadable);
   manifest->fingerprint_ = fingerprint.Hex();
 #ifdef __GLIBC__
   // Decoding footers left megabytes per thousand row groups freed in malloc's arenas (Thrift

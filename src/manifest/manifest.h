@@ -23,6 +23,13 @@
 namespace stoker {
 
 /// A Parquet file of the dataset with its footer, read once.
+/// A file a manifest left out because its footer could not be read or decoded (a manifest
+/// made with skip_unreadable: on_error="skip").
+struct UnreadableFile {
+  std::string path;
+  arrow::Status error;
+};
+
 struct ManifestFile {
   SourceFile source;
   /// The footer, Thrift-serialized (Manifest::FileMetadata decodes it): a few hundred bytes
@@ -87,15 +94,24 @@ class Manifest {
   /// partition columns only rule files out before their footers are read (counted in
   /// `stats` as files pruned); when they rule out every file, the first is kept, for the
   /// schema (the row filter then keeps none of its rows).
+  ///
+  /// With `skip_unreadable` (on_error="skip"), a file whose footer cannot be read or decoded
+  /// is left out and listed in unreadable_files() instead of failing Make; a dataset none of
+  /// whose files can be read still fails, with the first file's error.
   static arrow::Result<std::shared_ptr<Manifest>> Make(
       const std::vector<std::string>& sources, const std::vector<std::string>& columns,
       const StorageOptions& storage = {}, const RetryCounter& retries = nullptr,
       IndexPolicy index = IndexPolicy::kUse, Stats* stats = nullptr,
       const PartitionOptions& partitioning = {},
-      const std::optional<arrow::compute::Expression>& filter = std::nullopt);
+      const std::optional<arrow::compute::Expression>& filter = std::nullopt,
+      bool skip_unreadable = false);
 
   /// The files in dataset order.
   const std::vector<ManifestFile>& files() const { return files_; }
+  /// With skip_unreadable: the files left out because their footers could not be read or
+  /// decoded, in path order (not in files(), their rows in no epoch). Without it such a file
+  /// fails Make.
+  const std::vector<UnreadableFile>& unreadable_files() const { return unreadable_files_; }
   /// File `file`'s footer, decoded (the last FooterCache::kCapacity decoded are kept).
   arrow::Result<std::shared_ptr<parquet::FileMetaData>> FileMetadata(int32_t file) const {
     return footers_.Get(file, files_[file].footer);
@@ -139,6 +155,7 @@ class Manifest {
 
  private:
   std::vector<ManifestFile> files_;
+  std::vector<UnreadableFile> unreadable_files_;
   std::vector<Unit> units_;
   std::shared_ptr<arrow::Schema> schema_;
   std::shared_ptr<arrow::Schema> partition_schema_;

@@ -177,6 +177,46 @@ def test_over_budget_names_how_many_and_which(tmp_path: Path) -> None:
     assert len(loader.stats()["skipped_units"]) == 2
 
 
+def test_files_whose_footers_cannot_be_read_are_skipped_within_the_budget(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A file that is not Parquet at all and the corpus's PARQUET-1481 (its footer names a
+    column type that does not exist) beside two good files: with on_error="skip" the loader is
+    made, leaves both out (listed, logged, counted against the budget) and delivers exactly
+    the batches of the good files alone; with "raise" it fails naming the first."""
+    schema = pq.read_schema(DICT_HEADER)
+    broken, sound = tmp_path / "broken", tmp_path / "sound"
+    for folder in (broken, sound):
+        folder.mkdir()
+        pq.write_table(good_table(schema, 310, 0), folder / "a.parquet", row_group_size=40)
+        pq.write_table(good_table(schema, 170, 10_000), folder / "z.parquet", row_group_size=60)
+    (broken / "m.parquet").write_bytes(b"this is not a parquet file, only its name says so")
+    shutil.copy(BAD_DATA / "PARQUET-1481.parquet", broken / "p.parquet")
+    with pytest.raises(ValueError, match="m.parquet' could not be read as Parquet"):
+        read(broken, shuffle=False)
+    options = {"seed": 4, "shuffle_window": 64, "with_row_origin": True}
+    with caplog.at_level(logging.WARNING, logger="stoker"):
+        loader, batches = read(broken, on_error="skip", **options)
+    _, expected = read(sound, **options)
+    assert_same_batches(batches, expected)
+    assert loader.files == [str(broken / "a.parquet"), str(broken / "z.parquet")]
+    skipped = loader.stats()["skipped_units"]
+    assert [(Path(u["file"]).name, u["row_group"], u["rows"]) for u in skipped] == [
+        ("m.parquet", -1, 0), ("p.parquet", -1, 0)]
+    assert all(u["file"] in u["error"] for u in skipped)  # each error names its file
+    assert sum("its footer could not be read" in r.getMessage() for r in caplog.records) == 2
+    # The budget counts each as a unit: 2 of the 11 row groups + 2 files.
+    with pytest.raises(OSError) as error:
+        read(broken, on_error="skip", max_bad_units=1)
+    assert "2 of 13 units (row groups) could not be read" in str(error.value)
+    assert "m.parquet' (its footer): " in str(error.value)
+    # Nothing readable at all: the first file's error, skip or not.
+    only_bad = tmp_path / "only_bad"
+    only_bad.mkdir()
+    shutil.copy(broken / "m.parquet", only_bad / "m.parquet")
+    with pytest.raises(ValueError, match="m.parquet' could not be read as Parquet"):
+        read(only_bad, on_error="skip")
+
+
 def test_another_broken_file_of_the_corpus(tmp_path: Path) -> None:
     broken, sound = make_dataset(tmp_path, FLBA, ["m.parquet"])
     options = {"seed": 4, "shuffle_window": 64, "with_row_origin": True}

@@ -76,5 +76,23 @@ TEST_F(ErrorBudgetTest, BothLimitsApplyAndAtMostFiveUnitsAreNamed) {
   EXPECT_EQ(over.message().find("bad bytes 5"), std::string::npos);
 }
 
+TEST_F(ErrorBudgetTest, AFileLeftOutUnreadCountsAsOneUnitAndSaysItWasItsFooter) {
+  ErrorBudget budget(11, 1, std::nullopt);  // ten units and one unreadable file
+  ASSERT_TRUE(budget.SkipFile({"/data/bad.parquet", arrow::Status::Invalid("no magic")}).ok());
+  const auto over = Skip(&budget, 3);
+  ASSERT_TRUE(over.IsIOError());
+  EXPECT_NE(over.message().find("2 of 11 units (row groups) could not be read"), std::string::npos)
+      << over.message();
+  EXPECT_NE(over.message().find("'/data/bad.parquet' (its footer): Invalid: no magic"),
+            std::string::npos)
+      << over.message();
+  const auto skipped = budget.skipped();
+  ASSERT_EQ(skipped.size(), 2u);
+  EXPECT_EQ(skipped[0].file, "/data/bad.parquet");
+  EXPECT_EQ(skipped[0].row_group, -1);
+  EXPECT_EQ(skipped[0].rows, 0);
+  EXPECT_EQ(skipped[1].row_group, manifest_->units()[3].row_group);
+}
+
 }  // namespace
 }  // namespace stoker

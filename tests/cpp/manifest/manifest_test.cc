@@ -5,6 +5,8 @@
 #include <arrow/json/from_string.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "common/fixtures.h"
 #include "manifest/dataset_index.h"
 
@@ -265,6 +267,50 @@ TEST(ManifestTrustTest, AnIndexAloneNamesTheFilesAndEachIsCheckedAtItsFirstRead)
   EXPECT_TRUE(manifest->VerifyFile(1, executor, nullptr).status().ok());  // checked once
   ExpectHas(manifest->VerifyFile(0, executor, nullptr).status(),
             "part-0.parquet' was rewritten after the dataset index '" + summary + "' was written");
+}
+
+TEST(ManifestTest, UnreadableFilesAreLeftOutAndListedOnlyWhenAskedTo) {
+  testing::TempDir dir;
+  testing::WriteDataset(dir.path(), 3, 10, 4);  // part-0 .. part-2, 3 row groups each
+  const auto sound = Manifest::Make({dir.path().string()}, {}).ValueOrDie();
+  {
+    std::ofstream out(dir.path() / "part-1.parquet", std::ios::trunc);
+    out << "not parquet";
+  }
+  ExpectHas(Manifest::Make({dir.path().string()}, {}).status(),
+            "part-1.parquet' could not be read as Parquet");
+  auto skipped = Manifest::Make({dir.path().string()}, {}, {}, nullptr, IndexPolicy::kUse, nullptr,
+                                {}, std::nullopt, /*skip_unreadable=*/true)
+                     .ValueOrDie();
+  ASSERT_EQ(skipped->unreadable_files().size(), 1u);
+  EXPECT_EQ(fs::path(skipped->unreadable_files()[0].path).filename(), "part-1.parquet");
+  ExpectHas(skipped->unreadable_files()[0].error, "could not be read as Parquet");
+  ASSERT_EQ(skipped->files().size(), 2u);
+  EXPECT_EQ(fs::path(skipped->files()[1].source.display).filename(), "part-2.parquet");
+  // The units are the two readable files', numbered as if the bad one never was.
+  ASSERT_EQ(skipped->units().size(), 6u);
+  EXPECT_EQ(skipped->num_rows(), 20);
+  for (size_t u = 0; u < skipped->units().size(); ++u) {
+    EXPECT_EQ(skipped->units()[u].file, static_cast<int32_t>(u / 3));
+    EXPECT_EQ(skipped->units()[u].first_row, sound->units()[u % 3].first_row + 10 * (u / 3));
+  }
+  EXPECT_NE(skipped->fingerprint(), sound->fingerprint());
+  // Without the bad file at all, the same manifest.
+  fs::remove(dir.path() / "part-1.parquet");
+  EXPECT_EQ(Manifest::Make({dir.path().string()}, {}).ValueOrDie()->fingerprint(),
+            skipped->fingerprint());
+}
+
+TEST(ManifestTest, NoReadableFileIsAnErrorEvenWhenSkipping) {
+  testing::TempDir dir;
+  {
+    std::ofstream out(dir.path() / "a.parquet");
+    out << "not parquet";
+  }
+  ExpectHas(Manifest::Make({dir.path().string()}, {}, {}, nullptr, IndexPolicy::kUse, nullptr, {},
+                           std::nullopt, /*skip_unreadable=*/true)
+                .status(),
+            "a.parquet' could not be read as Parquet");
 }
 
 }  // namespace
