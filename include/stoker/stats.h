@@ -12,10 +12,12 @@ namespace stoker {
 
 /// A unit (row group) skipped under on_error="skip", and why.
 struct SkippedUnit {
-  /// The file's path as the loader resolved it, and the row group's index in that file.
+  /// The file's path as the loader resolved it, and the row group's index in that file; -1
+  /// for a file whose footer could not be read, left out whole when the loader was made.
   std::string file;
   int32_t row_group = 0;
-  /// Rows the unit holds (after the filter): rows absent from every epoch's batches.
+  /// Rows the unit holds (after the filter): rows absent from every epoch's batches (0 for a
+  /// file left out: its rows were never counted).
   int64_t rows = 0;
   /// The first error the unit met.
   std::string error;
