@@ -695,6 +695,11 @@ def batches_left(total_rows: int, resumed: Sequence[tuple[int, int]], world_size
     Batches rank `rank` of `world_size` has left of an epoch of `total_rows` rows after the `resumed` rounds, in mode "train" or "eval" (with its padding): the plan's own count, without data.
     """
 
+def rank_rows(total_rows: int, resumed: Sequence[tuple[int, int]], world_size: int, rank: int, batch_size: int, drop_last: bool, mode: str, pad_to_equal_steps: bool) -> int:
+    """
+    Planned rows (padding included) of those batches: batch b holds min(batch_size, rank_rows - b * batch_size) of them, however many a skipped unit left out.
+    """
+
 def batches_per_rank(rows: int, batch_size: int, drop_last: bool) -> int:
     """
     Batches `rows` rows make at `batch_size` (the last one short unless `drop_last`).

@@ -113,10 +113,15 @@ class _RemoteEpoch(_cursor.EpochIterator):
 
     def __init__(self, reconnect: Callable[[], _Servers], stream: dict[str, Any],
                  progress: _cursor.Progress, convert: Callable[[pa.RecordBatch], Any],
-                 stats: dict[str, Any], trace: Any | None = None,
+                 stats: dict[str, Any], planned_rows: Callable[[int], int],
+                 trace: Any | None = None,
                  on_close: Callable[[], None] | None = None) -> None:
         servers = reconnect()
         super().__init__(progress, servers.plan_batches(stream))
+        # Batch b's planned rows (padding included): what it counts as consumed, whatever a
+        # server's on_error="skip" left out of it, so that a resume continues exactly where
+        # the plan says (the local loader counts the same way).
+        self._planned_rows = planned_rows
         self._servers, self._reconnect, self._stream = servers, reconnect, stream
         self._convert, self._stats = convert, stats
         self._trace, self._on_close = trace, on_close
@@ -169,15 +174,16 @@ class _RemoteEpoch(_cursor.EpochIterator):
         self._stats["batches"] += 1
         self._stats["bytes_received"] += batch.nbytes
         self._next += 1
+        planned = self._planned_rows(b)
         if trace is None:
-            return batch.num_rows, self._convert(batch)
+            return planned, self._convert(batch)
         received = trace.now()
         converted = self._convert(batch)
         done = trace.now()
         trace.record("receive", asked, received, b, self._servers.server_of(b))
         trace.record("convert", received, done, b)
         trace.record("wait", asked, done, b)
-        return batch.num_rows, converted
+        return planned, converted
 
     def _cancel_readers(self) -> None:
         for reader in self._readers.values():
@@ -275,8 +281,16 @@ class RemoteLoader(_cursor.EpochLoader):
     def _read_epoch(self, progress: _cursor.Progress) -> _cursor.EpochIterator:
         on_close = None if self._trace_path is None else lambda: self.write_trace(
             self._trace_path)
+        identity = self._cursor.identity
+        rank_rows = _core.rank_rows(
+            identity["rows"], [(int(n), int(r)) for n, r in progress.rounds],
+            self._cursor.world_size, self._cursor.rank, identity["batch_size"],
+            identity["drop_last"], identity["mode"], identity["pad_to_equal_steps"])
+        batch_size = identity["batch_size"]
         return _RemoteEpoch(self._connect, self._stream(progress.epoch, progress.rounds),
-                            progress, self._convert, self._stats, self._trace, on_close)
+                            progress, self._convert, self._stats,
+                            lambda b: min(batch_size, rank_rows - b * batch_size), self._trace,
+                            on_close)
 
     def write_trace(self, path: str | os.PathLike) -> None:
         """Writes the timeline kept so far (``trace=`` or ``trace_events=``) as Chrome trace

@@ -154,7 +154,7 @@ void BindTrace(nb::module_& m);          // trace.cc: TraceRing
 void BindIndex(nb::module_& m);          // index.cc: write_index
 void BindMixture(nb::module_& m);        // mixture.cc: MixturePlan, MixtureReader, apportion
 void BindPlan(nb::module_& m);           // plan.cc: rank_segments, rows_left, batches_left,
-                                         // batches_per_rank
+                                         // rank_rows, batches_per_rank
 void BindTransformSpec(nb::module_& m);  // transform_spec.cc: transforms_from_spec
 
 }  // namespace stoker::python

@@ -13,6 +13,7 @@
 #include <nanobind/stl/vector.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -40,12 +41,12 @@ std::vector<Segment> Segments(int64_t total_rows, const Rounds& resumed, int wor
   return ValueOrThrow(EpochPlan::Make({total_rows}, config)).segments();
 }
 
-/// The batches this rank has left of an epoch of `total_rows` rows after `resumed`, in either
-/// mode: the batch count of a one-unit plan (the same rule as the real plan's, no data).
-int64_t BatchesLeft(int64_t total_rows, const Rounds& resumed, int world_size, int rank,
-                    int64_t batch_size, bool drop_last, const std::string& mode,
-                    bool pad_to_equal_steps) {
-  if (total_rows == 0) return 0;
+/// What this rank has left of an epoch of `total_rows` rows after `resumed`, in either mode:
+/// a one-unit plan (the same rule as the real plan's, no data). nullopt for an empty epoch.
+std::optional<EpochPlan> RankPlan(int64_t total_rows, const Rounds& resumed, int world_size,
+                                  int rank, int64_t batch_size, bool drop_last,
+                                  const std::string& mode, bool pad_to_equal_steps) {
+  if (total_rows == 0) return std::nullopt;
   PlanConfig config;
   config.shuffle = false;
   config.window_rows = total_rows;
@@ -61,7 +62,7 @@ int64_t BatchesLeft(int64_t total_rows, const Rounds& resumed, int world_size, i
   for (const auto& [round_world_size, rows] : resumed) {
     config.resumed.push_back({round_world_size, rows});
   }
-  return ValueOrThrow(EpochPlan::Make({total_rows}, config)).num_batches();
+  return ValueOrThrow(EpochPlan::Make({total_rows}, config));
 }
 
 }  // namespace
@@ -91,12 +92,32 @@ void BindPlan(nb::module_& m) {
       nb::arg("total_rows"), nb::arg("resumed"), nb::arg("world_size"),
       "Rows each of `world_size` ranks has left of an epoch of `total_rows` rows after the "
       "`resumed` (world_size, rows per rank) rounds (mode=\"train\": equal shares).");
-  m.def("batches_left", &BatchesLeft, nb::arg("total_rows"), nb::arg("resumed"),
-        nb::arg("world_size"), nb::arg("rank"), nb::arg("batch_size"), nb::arg("drop_last"),
-        nb::arg("mode"), nb::arg("pad_to_equal_steps"),
-        "Batches rank `rank` of `world_size` has left of an epoch of `total_rows` rows after "
-        "the `resumed` rounds, in mode \"train\" or \"eval\" (with its padding): the plan's "
-        "own count, without data.");
+  m.def(
+      "batches_left",
+      [](int64_t total_rows, const Rounds& resumed, int world_size, int rank, int64_t batch_size,
+         bool drop_last, const std::string& mode, bool pad_to_equal_steps) {
+        const auto plan = RankPlan(total_rows, resumed, world_size, rank, batch_size, drop_last,
+                                   mode, pad_to_equal_steps);
+        return plan.has_value() ? plan->num_batches() : int64_t{0};
+      },
+      nb::arg("total_rows"), nb::arg("resumed"), nb::arg("world_size"), nb::arg("rank"),
+      nb::arg("batch_size"), nb::arg("drop_last"), nb::arg("mode"), nb::arg("pad_to_equal_steps"),
+      "Batches rank `rank` of `world_size` has left of an epoch of `total_rows` rows after "
+      "the `resumed` rounds, in mode \"train\" or \"eval\" (with its padding): the plan's "
+      "own count, without data.");
+  m.def(
+      "rank_rows",
+      [](int64_t total_rows, const Rounds& resumed, int world_size, int rank, int64_t batch_size,
+         bool drop_last, const std::string& mode, bool pad_to_equal_steps) {
+        const auto plan = RankPlan(total_rows, resumed, world_size, rank, batch_size, drop_last,
+                                   mode, pad_to_equal_steps);
+        return plan.has_value() ? plan->rank_rows() : int64_t{0};
+      },
+      nb::arg("total_rows"), nb::arg("resumed"), nb::arg("world_size"), nb::arg("rank"),
+      nb::arg("batch_size"), nb::arg("drop_last"), nb::arg("mode"), nb::arg("pad_to_equal_steps"),
+      "Planned rows (padding included) of those batches: batch b holds "
+      "min(batch_size, rank_rows - b * batch_size) of them, however many a skipped unit left "
+      "out.");
   m.def(
       "batches_per_rank",
       [](int64_t rows, int64_t batch_size, bool drop_last) {

@@ -5,6 +5,7 @@ mid-epoch and restarted, a client that goes away, bad tickets, unreachable serve
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import threading
 import time
@@ -16,7 +17,7 @@ import pytest
 import stoker
 from conftest import assert_same_batches
 from pyarrow import flight
-from serve_support import COLUMNS, OPTIONS
+from serve_support import COLUMNS, OPTIONS, Server
 from stoker._remote import ticket
 
 
@@ -185,6 +186,39 @@ def test_client_that_goes_away_frees_its_stream(criteo: Path, servers) -> None:
         except ConnectionError:
             assert time.monotonic() < deadline, "the server kept the abandoned stream"
             time.sleep(0.2)
+
+
+def test_a_remote_resume_is_exact_across_a_unit_the_server_skipped(criteo: Path,
+                                                                    tmp_path: Path) -> None:
+    """A server with on_error="skip" over a dataset with a damaged row group sends shorter
+    batches; the client counts each batch's planned rows, as a local loader does, so a state
+    saved after a short batch resumes exactly where the local loader's would."""
+    from test_bad_data import damage_row_group
+
+    damaged = tmp_path / "criteo"
+    shutil.copytree(criteo, damaged)
+    first = min(damaged.glob("*.parquet"))
+    damage_row_group(first, 1)
+    expected = list(stoker.Loader(damaged, columns=COLUMNS, on_error="skip", **OPTIONS))
+    short = [i for i, b in enumerate(expected[:-1]) if len(b["row_id"]) < OPTIONS["batch_size"]]
+    assert short, "the damaged unit left no batch short"
+    k = short[0] + 1
+    server = Server(damaged, "--on-error", "skip")
+    try:
+        remote = stoker.RemoteLoader([server.location], **OPTIONS)
+        it = iter(remote)
+        head = [next(it) for _ in range(k)]
+        state = remote.state_dict()
+        local_loader = stoker.Loader(damaged, columns=COLUMNS, on_error="skip", **OPTIONS)
+        local_it = iter(local_loader)
+        for _ in range(k):
+            next(local_it)
+        assert state["rounds"] == local_loader.state_dict()["rounds"]
+        resumed = stoker.RemoteLoader([server.location], **OPTIONS)
+        resumed.load_state_dict(state)
+        assert_same_batches(head + list(resumed), expected)
+    finally:
+        server.stop()
 
 
 def test_resume_through_remote_loaders(criteo: Path, servers) -> None:
