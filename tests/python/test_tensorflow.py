@@ -123,3 +123,26 @@ def test_a_pass_left_early_is_read_again_from_its_start(clicks: Path) -> None:
     assert len(got) == len(first_epoch)
     for g, e in zip(got, first_epoch):
         np.testing.assert_array_equal(g, e)
+
+
+def test_a_remote_loader_feeds_tf_data_and_keras(criteo: Path, servers) -> None:
+    """TensorFlow and Keras over `stoker serve`: the same batches as over a local loader."""
+    import stoker.keras
+    from serve_support import COLUMNS, OPTIONS
+
+    location = servers().location
+    expected = list(stoker.Loader(criteo, columns=COLUMNS, **OPTIONS))
+    remote = stoker.RemoteLoader([location], output="tensorflow", **OPTIONS)
+    got = list(stoker.tf.dataset(remote, label="label"))
+    assert len(got) == len(expected)
+    for (features, label), e in zip(got, expected):
+        np.testing.assert_array_equal(label.numpy(), e["label"])
+        for name in ("row_id", "I1", "C1"):
+            np.testing.assert_array_equal(features[name].numpy(), e[name], err_msg=name)
+    data = stoker.keras.PyDataset(stoker.RemoteLoader([location], **OPTIONS), label="label",
+                                  features=["I1"])
+    assert len(data) == len(expected)
+    for i in range(len(data)):  # in order: a PyDataset's index is not a position
+        x, y = data[i]
+        np.testing.assert_array_equal(y, expected[i]["label"])
+        np.testing.assert_array_equal(x["I1"], expected[i]["I1"])
