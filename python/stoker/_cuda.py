@@ -15,8 +15,8 @@ def check_device(device: str | None, output: str) -> Any:
     if device is None:
         return None
     if output != "torch":
-        raise ValueError(f'device="{device}" delivers torch tensors: set output="torch" '
-                         f'(got output="{output}")')
+        raise ValueError(f'device="{device}" places torch or JAX batches: set output="torch" '
+                         f'or output="jax" (got output="{output}")')
     import torch
     target = torch.device(device)
     if target.type != "cuda":

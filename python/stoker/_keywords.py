@@ -186,10 +186,13 @@ ui.perfetto.dev; docs/observability.md). None: no timeline."""),
 the spans kept, the last ones (about 40 bytes each); 0 with a
 ``trace`` path means ``_core.DEFAULT_TRACE_EVENTS`` ({_core.DEFAULT_TRACE_EVENTS:,})."""),
     Keyword(("device",), """\
-"cuda" or "cuda:N" (with ``output="torch"``): batches are assembled in
-pinned host memory and copied to the GPU on a side stream, ``device_prefetch``
-batches ahead of the consumer, whose stream waits on each copy's event
-(docs/frameworks.md). None: batches stay in host memory."""),
+where batches go. With ``output="torch"``: "cuda" or "cuda:N" — batches
+are assembled in pinned host memory and copied to the GPU on a side stream,
+``device_prefetch`` batches ahead of the consumer, whose stream waits on each
+copy's event (docs/frameworks.md); None: host memory. With ``output="jax"``: a
+platform ("cpu", "gpu", "tpu") or "<platform>:N"; None: JAX's default device.
+Batches for an accelerator are put there with ``jax.device_put``,
+``device_prefetch`` batches ahead; for the CPU they stay zero-copy."""),
     Keyword(("device_prefetch",), """\
 batches in flight to the device (device memory holds this many
 plus the one being used)."""),

@@ -30,6 +30,7 @@ from stoker import (
     _cursor,
     _frameworks,
     _hints,
+    _jax_device,
     _keywords,
     _mixture,
     _options,
@@ -167,8 +168,12 @@ class _EpochIterator(_cursor.EpochIterator):
             self._thread = threading.Thread(target=self._pump.run,
                                             name="stoker-batch-transform", daemon=True)
             self._thread.start()
-        self._device_stage = None
-        if device is not None:  # copies to the GPU ahead of the consumer, counted when taken
+        self._device_stage: Any = None
+        # Copies to the device ahead of the consumer, counted when taken.
+        if device is not None and output == "jax":
+            self._device_stage = _jax_device.DeviceStage(self._host_pull, device,
+                                                         device_prefetch)
+        elif device is not None:
             self._device_stage = _cuda.DeviceStage(self._host_pull, device, device_prefetch)
         _live_epochs.add(self)
 
@@ -265,8 +270,11 @@ class Loader(_cursor.EpochLoader):
         options = _options.loader_options(
             [] if isinstance(source, _tables.Table) else source, storage_options, locals())
         _check_python_options(output, batch_transform)
-        self._device = _cuda.check_device(device, output)
-        options.pinned_output = self._device is not None
+        if output == "jax":  # JAX's default device unless device= says (_jax_device.py)
+            self._device = _jax_device.target(device)
+        else:
+            self._device = _cuda.check_device(device, output)
+            options.pinned_output = self._device is not None
         if device_prefetch < 1:
             raise ValueError(f"device_prefetch must be >= 1, got {device_prefetch}")
         self._device_prefetch = device_prefetch

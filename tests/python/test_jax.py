@@ -50,6 +50,37 @@ def test_jax_batches_equal_numpy_batches(embeddings: Path) -> None:
     assert as_jax[0]["embedding"].shape == (500, 8)  # a fixed-size list is a dimension
 
 
+def test_batches_go_to_the_device_asked_or_jaxs_default(embeddings: Path) -> None:
+    """device= with output="jax": a platform or "<platform>:N", None for JAX's default device
+    (here the CPU: the batches stay zero-copy views of the engine's buffers). A platform JAX
+    does not have is an error naming it; so is a device index it does not have."""
+    cpu = jax.devices("cpu")[0]
+    options = {"batch_size": 500, "seed": 3, "num_threads": 2, "output": "jax"}
+    expected = list(stoker.Loader(embeddings, **options))
+    for device in (None, "cpu", "cpu:0"):
+        got = list(stoker.Loader(embeddings, device=device, **options))
+        assert len(got) == len(expected)
+        for g, e in zip(got, expected):
+            for name in e:
+                assert g[name].devices() == {cpu}, (device, name)
+                np.testing.assert_array_equal(np.asarray(g[name]), np.asarray(e[name]))
+    absent = next(p for p in ("tpu", "gpu") if not _has_platform(p))
+    with pytest.raises(ValueError, match=f'device="{absent}": JAX sees no {absent} device'):
+        stoker.Loader(embeddings, device=absent, **options)
+    with pytest.raises(ValueError, match=r'device="cpu:7": JAX has \d+ cpu device'):
+        stoker.Loader(embeddings, device="cpu:7", **options)
+    with pytest.raises(ValueError, match='places torch or JAX batches: set output="torch" or '
+                                         'output="jax"'):
+        stoker.Loader(embeddings, batch_size=500, device="cpu")
+
+
+def _has_platform(platform: str) -> bool:
+    try:
+        return bool(jax.devices(platform))
+    except RuntimeError:
+        return False
+
+
 def test_jax_arrays_view_the_arrow_buffers() -> None:
     """The one Arrow-to-tensor path (epochs, RemoteLoader, to_tensors) gives jax.Arrays that
     point at the Arrow buffers: no copy. (Buffers from Arrow's allocator, 64-byte aligned like

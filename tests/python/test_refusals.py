@@ -42,7 +42,8 @@ def _cases(criteo: Path) -> dict[str, tuple[type[Exception], object]]:
                                                filter=pc.field("label") > 0, **options)),
         "ValueError: max_bad_units and max_bad_fraction need on_error='skip'":
             (ValueError, lambda: stoker.Loader(criteo, max_bad_units=1, **options)),
-        'ValueError: device="cuda" delivers torch tensors: set output="torch"':
+        'ValueError: device="cuda" places torch or JAX batches: set output="torch" or '
+        'output="jax"':
             (ValueError, lambda: stoker.Loader(criteo, device="cuda", **options)),
         "ValueError: columns= is per source in a Mixture: give it to stoker.Source":
             (ValueError, lambda: stoker.Loader(_mixture(criteo), batch_size=64,
