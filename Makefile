@@ -115,7 +115,8 @@ demo: $(DEMO_DEPS)
 	$(VENV)/bin/stoker bench $(DEMO_DIR) --batch-size 4096 --output torch
 
 CPP_SOURCES = $(wildcard include/stoker/*.h src/*/*.h src/*/*.cc src/*/*/*.h src/*/*/*.cc tests/cpp/*/*.h \
-                         tests/cpp/*/*.cc tests/fuzz/*.h tests/fuzz/*.cc examples/*.cc benchmarks/cpp/*.cc)
+                         tests/cpp/*/*.cc tests/cpp/*/*/*.h tests/cpp/*/*/*.cc tests/fuzz/*.h tests/fuzz/*.cc \
+                         examples/*.cc benchmarks/cpp/*.cc)
 
 lint: $(DEPS) lint-threads
 	command -v clang-format >/dev/null || apt-get install -y -qq clang-format
