@@ -132,7 +132,8 @@ TEST(ThriftCompactTest, SkipWalksAWholeStructOfEveryType) {
   writer.Raw("\x01\x02");
   writer.FieldHeader(6, Type::kMap);
   writer.Raw("\x01");  // one entry
-  writer.Raw(std::string(1, (static_cast<int>(Type::kBinary) << 4) | static_cast<int>(Type::kI32)));
+  writer.Raw(std::string(
+      1, static_cast<char>((static_cast<int>(Type::kBinary) << 4) | static_cast<int>(Type::kI32))));
   writer.Raw("\x01k");
   writer.Int(-7);
   writer.FieldHeader(7, Type::kMap);

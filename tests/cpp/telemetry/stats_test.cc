@@ -23,15 +23,22 @@
 #include "telemetry/fault_probe.h"
 
 namespace stoker {
-namespace {
-
-using std::chrono::milliseconds;
+namespace member_count {
 
 // Converts to any member type: an aggregate T takes as many of these as it has members.
+// (Outside the anonymous namespace: the conversion is declared only, for the unevaluated
+// checks below, and an undefined function with internal linkage draws a warning.)
 struct AnyMember {
   template <typename M>
   operator M() const;  // NOLINT(google-explicit-constructor): declared only, never called
 };
+
+}  // namespace member_count
+
+namespace {
+
+using member_count::AnyMember;
+using std::chrono::milliseconds;
 
 template <typename T, typename... Given>
 constexpr size_t MemberCount() {
