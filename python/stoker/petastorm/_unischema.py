@@ -181,6 +181,9 @@ SPARK_TYPES: dict[str, type] = {
                  "ByteType", "IntegerType", "LongType", "ShortType", "ArrayType", "StructType",
                  "StructField", "MapType")
 }
+# Each is also an attribute of this module, where its __module__ says it lives, so that a
+# Unischema holding one pickles again (and copies).
+globals().update(SPARK_TYPES)
 
 # numpy names a pickle may use for a field's dtype, with the name numpy 2 knows them by.
 NUMPY_NAMES = {
