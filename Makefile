@@ -1,7 +1,9 @@
 # Stoker's entry points. Each target installs what it needs itself (system packages
 # included) into .venv at the repository root.
 #   make demo   set up (the runtime and torch only), build, generate a demo dataset, benchmark it
-#   make test   set up, build, run the C++ (ctest) and Python (pytest) tests
+#   make test   set up, build, run the C++ (ctest) and Python (pytest) tests but the slow ones
+#   make test-slow / test-all   the slow Python tests / everything
+#   make test-matrix   the pairwise composition matrix (docs/combinations.md)
 #   make test-asan / test-tsan / fuzz   the sanitizer builds and the fuzz targets
 #               (docs/reliability.md)
 #   make wheel  the repaired manylinux wheel, in dist/
@@ -21,8 +23,8 @@ DEMO_ROWS ?= 2000000
 # platform: requirements-core.txt).
 REQUIREMENTS ?= requirements-dev.txt
 
-.PHONY: all setup build build-cpp test test-cpp test-python demo lint lint-threads clean \
-        test-asan test-asan-cpp test-asan-python test-tsan fuzz wheel test-trixie platform-tests \
+.PHONY: all setup build build-cpp test test-cpp test-python test-slow test-all test-matrix demo lint lint-threads clean \
+        test-asan test-asan-cpp asan-cpp-build test-asan-python test-tsan fuzz wheel test-trixie platform-tests \
         bench-scaling
 
 all: build
@@ -39,24 +41,41 @@ $(DEPS): $(REQUIREMENTS) requirements-core.txt $(SYSDEPS)
 
 setup: $(DEPS)
 
-# The Python package with its extension, built against the venv's pinned pyarrow.
+# The Python package with its extension, built against the venv's pinned pyarrow, and in the
+# same build tree (build/cpp) the C++ library's unit tests, micro-benchmarks and example: one
+# compile of the engine serves the package and the C++ tests. The second platform builds the
+# package alone (BUILD_TESTS=OFF).
+BUILD_TESTS ?= ON
 build: $(DEPS)
-	$(PY) -m pip install -q --no-build-isolation --no-deps .
+	$(PY) -m pip install -q --no-build-isolation --no-deps . -C build-dir=$(CPP_DIR) \
+	  -C cmake.define.STOKER_BUILD_TESTS=$(BUILD_TESTS) \
+	  -C cmake.define.STOKER_BUILD_BENCHMARKS=$(BUILD_TESTS) \
+	  -C cmake.define.STOKER_WARNINGS_AS_ERRORS=ON
 
-# The C++ library, unit tests and example, built apart from the extension.
-build-cpp: $(DEPS)
-	PATH=$(abspath $(VENV))/bin:$$PATH cmake -S . -B $(CPP_DIR) -G Ninja \
-	  -DPython_EXECUTABLE=$(abspath $(PY)) -DSTOKER_BUILD_PYTHON=OFF \
-	  -DSTOKER_BUILD_TESTS=ON -DSTOKER_BUILD_BENCHMARKS=ON -DSTOKER_WARNINGS_AS_ERRORS=ON
-	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(CPP_DIR) -j $(JOBS)
+# The C++ library, tests, benchmarks and example (the same tree as `make build`).
+build-cpp: build
 
-test-cpp: build-cpp
+test-cpp: build
 	PATH=$(abspath $(VENV))/bin:$$PATH ctest --test-dir $(CPP_DIR) --output-on-failure -j $(JOBS)
 
+# `make test` runs every test but those marked slow (the Ray cluster, torchrun and Ray Train
+# jobs, Spark, Keras fits, the largest datasets: pyproject.toml's markers), on 2 cores within
+# 20 minutes of a fresh clone, setup included; `make test-slow` runs the slow ones (CI runs
+# both: .ci/run). --durations names the slowest, so a test that grows is seen.
 test-python: build
-	$(PY) -m pytest -q --timeout=300
+	$(PY) -m pytest -q --timeout=300 --durations=15 -m "not slow"
+
+test-slow: build
+	$(PY) -m pytest -q --timeout=600 --durations=15 -m slow
 
 test: test-cpp test-python
+
+test-all: test test-slow
+
+# The pairwise composition matrix (tests/python/test_matrix.py, docs/combinations.md): every
+# case, the Ray fleet's too; `make test` runs the cases without a fleet.
+test-matrix: build
+	$(PY) -m pytest -q --timeout=600 --durations=10 tests/python/test_matrix.py
 
 # The wheel a user installs elsewhere: packed from `make build`'s extension, repaired by
 # auditwheel to the manylinux policy it satisfies, libpng/libjpeg/zlib vendored, pyarrow's
@@ -94,7 +113,7 @@ test-trixie: build
 
 # Run inside the second platform's root by test-trixie.
 platform-tests:
-	$(MAKE) build REQUIREMENTS=requirements-core.txt
+	$(MAKE) build REQUIREMENTS=requirements-core.txt BUILD_TESTS=OFF
 	$(PY) -m pytest -q --timeout=600 $(PLATFORM_TESTS)
 	mkdir -p build/platform
 	$(PY) tests/platform/batch_digests.py digest $(PLATFORM_DATA) build/platform/trixie.json
@@ -126,15 +145,10 @@ lint: $(DEPS) lint-threads
 
 # The engine and its tests built by Clang, whose thread-safety analysis checks the lock
 # annotations (GUARDED_BY, REQUIRES, ...: src/util/thread_annotations.h); any finding fails.
-# A Debug build, so the ARROW_DCHECKs compile as checks too.
-CLANG_TSA_DIR := build/clang-tsa
-lint-threads: $(DEPS)
-	command -v clang++ >/dev/null || apt-get install -y -qq clang
-	PATH=$(abspath $(VENV))/bin:$$PATH CC=clang CXX=clang++ cmake -S . -B $(CLANG_TSA_DIR) -G Ninja \
-	  -DPython_EXECUTABLE=$(abspath $(PY)) -DSTOKER_BUILD_PYTHON=OFF \
-	  -DSTOKER_BUILD_TESTS=ON -DSTOKER_WARNINGS_AS_ERRORS=ON -DCMAKE_BUILD_TYPE=Debug \
-	  -DCMAKE_CXX_FLAGS="-Wthread-safety -Werror=thread-safety"
-	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(CLANG_TSA_DIR) -j $(JOBS)
+# It is the ASan build below (Debug, so the ARROW_DCHECKs compile as checks too; without the
+# precompiled headers, so each file's own includes must be complete): one Clang build serves
+# both, and after `make test-asan-cpp` this costs nothing.
+lint-threads: asan-cpp-build
 
 # Sanitizer builds (docs/reliability.md), by Debian's clang, each in a build folder
 # of its own: build/cpp and the extension in .venv stay as `make build` made them. Every
@@ -146,6 +160,8 @@ ASAN_PY     := build/asan-py
 TSAN_CPP    := build/tsan-cpp
 ASAN_CFLAGS := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
                -fno-omit-frame-pointer -O1 -g
+# The C++ ASan build also runs Clang's thread-safety analysis (make lint-threads).
+TSA_CFLAGS  := -Wthread-safety -Werror=thread-safety
 TSAN_CFLAGS := -fsanitize=thread -fno-omit-frame-pointer -O1 -g
 # Arrow's own allocations through malloc too, where ASan sees them (not its mimalloc/jemalloc).
 ASAN_ENV    := ARROW_DEFAULT_MEMORY_POOL=system \
@@ -174,10 +190,12 @@ $(CLANG):
 test-asan: test-asan-cpp test-asan-python
 
 # The engine and its C++ tests under ASan + UBSan, leak checking on.
-test-asan-cpp: $(DEPS) $(CLANG)
+asan-cpp-build: $(DEPS) $(CLANG)
 	$(SAN_CMAKE) -B $(ASAN_CPP) -DSTOKER_BUILD_PYTHON=OFF -DSTOKER_BUILD_TESTS=ON \
-	  -DCMAKE_CXX_FLAGS="$(ASAN_CFLAGS)"
+	  -DCMAKE_DISABLE_PRECOMPILE_HEADERS=ON -DCMAKE_CXX_FLAGS="$(ASAN_CFLAGS) $(TSA_CFLAGS)"
 	PATH=$(abspath $(VENV))/bin:$$PATH cmake --build $(ASAN_CPP) -j $(JOBS)
+
+test-asan-cpp: asan-cpp-build
 	$(ASAN_ENV) PATH=$(abspath $(VENV))/bin:$$PATH \
 	  ctest --test-dir $(ASAN_CPP) --output-on-failure -j $(JOBS)
 

@@ -44,6 +44,7 @@ def run_harness(tmp_path: Path, *argv: str) -> subprocess.CompletedProcess:
     )  # fmt: skip
 
 
+@pytest.mark.slow
 def test_harness_smoke(tmp_path):
     doc = tmp_path / "page.md"
     doc.write_text(

@@ -16,6 +16,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 import stoker
 from conftest import assert_same_batches
 
@@ -48,6 +49,7 @@ def cache_bytes(cache: Path) -> int:
     return sum(p.stat().st_size for p in cache.rglob("*.stkc"))
 
 
+@pytest.mark.slow
 def test_writer_killed_at_random_moments_never_leaves_a_wrong_entry(criteo: Path,
                                                                     tmp_path: Path) -> None:
     cache = tmp_path / "cache"

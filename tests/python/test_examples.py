@@ -38,6 +38,7 @@ def steps(log: Path) -> dict[tuple[int, int], list[int]]:
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_torch_ddp_crash_and_resume_reads_what_an_uninterrupted_run_reads(
         criteo: Path, tmp_path: Path) -> None:
@@ -55,6 +56,7 @@ def test_torch_ddp_crash_and_resume_reads_what_an_uninterrupted_run_reads(
     assert got == expected  # every step of both epochs on both ranks: the same rows
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["tensorflow", "jax", "torch"])
 def test_keras_fit_on_every_backend(criteo: Path, backend: str) -> None:
     out = run(sys.executable, str(EXAMPLES / "keras_fit.py"), "--data", str(criteo),

@@ -118,6 +118,7 @@ def ddp(rows: Path, out: Path, checkpoint: Path | None = None) -> list[dict]:
     return [json.loads((out / f"steps-{run}-rank{r}.json").read_text()) for r in (0, 1)]
 
 
+@pytest.mark.slow
 def test_ddp_ranks_share_the_epoch_and_resume_exactly(rows: Path, tmp_path: Path) -> None:
     full = ddp(rows, tmp_path)
     per_rank = STEPS_PER_EPOCH // 2  # 6 steps per epoch on each of the 2 ranks

@@ -164,6 +164,7 @@ def test_a_dataset_petastorm_writes_now_reads_identically(tmp_path: Path) -> Non
     assert rows == 40 and bad == {}
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not PETASTORM_PYTHON.exists() or shutil.which("java") is None,
                     reason="needs Petastorm's environment (make bench) and a JRE for Spark")
 def test_a_dataset_materialized_through_spark_reads_identically(tmp_path: Path) -> None:

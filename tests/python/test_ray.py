@@ -26,6 +26,9 @@ from conftest import ROWS, assert_same_batches
 from serve_support import COLUMNS, OPTIONS
 from stoker.ray import Fleet
 
+# A Ray cluster and Ray Train jobs: minutes on 2 cores (`make test-slow`).
+pytestmark = pytest.mark.slow
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 OBJECT_STORE_BYTES = 100 * 1024 * 1024  # per node: small, the batches go over Flight
 

@@ -182,6 +182,7 @@ def torchrun(nproc: int, *args: str, cwd: Path) -> None:
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("before, after", [(4, 3), (2, 5)])
 def test_elastic_resume_with_real_torchrun_jobs(criteo: Path, tmp_path: Path, before: int,
                                                 after: int) -> None:

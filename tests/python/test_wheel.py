@@ -48,6 +48,7 @@ def test_the_wheel_is_manylinux_and_vendors_only_system_libraries(wheel: Path) -
     assert not [n for n in vendored if re.match(r"lib(arrow|parquet)", n)], vendored
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(900)
 def test_the_wheel_installs_without_a_compiler_and_loads_data(wheel: Path,
                                                               tmp_path: Path) -> None:
