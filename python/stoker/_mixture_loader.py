@@ -21,8 +21,8 @@ _DEFAULTS = _options.LOADER_DEFAULTS
 # Loader options that mean one dataset; a mixture takes them per stoker.Source, or not at all.
 _PER_SOURCE = ("columns", "filter", "transforms")
 _NOT_WITH_MIXTURE = ("mode", "pad_to_equal_steps", "with_row_origin", "batch_transform",
-                     "on_error", "max_bad_units", "max_bad_fraction", "trace", "trace_events",
-                     "device", "device_prefetch")
+                     "codecs", "partitioning", "on_error", "max_bad_units", "max_bad_fraction",
+                     "trace", "trace_events", "device", "device_prefetch")
 
 
 class MixtureLoader(_cursor.EpochLoader):

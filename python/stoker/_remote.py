@@ -206,7 +206,9 @@ class RemoteLoader(_cursor.EpochLoader):
                  seed: int | None = None, shuffle: bool | None = None,
                  shuffle_window: int | None = None, columns: Sequence[str] | None = None,
                  drop_last: bool | None = None, rank: int = 0, world_size: int = 1,
-                 output: str = "numpy", token: str | None = None,
+                 output: str = "numpy",
+                 batch_transform: Callable[[Any], Any] | None = None,
+                 token: str | None = None,
                  tls_root_certs: bytes | str | None = None,
                  reconnect_timeout: float = 60.0, trace: str | os.PathLike | None = None,
                  trace_events: int = 0) -> None:
@@ -220,6 +222,8 @@ class RemoteLoader(_cursor.EpochLoader):
         if self._fleet is None and not servers:
             raise ValueError("servers: give at least one grpc://host:port")
         _frameworks.check_output(output)
+        if batch_transform is not None and not callable(batch_transform):
+            raise TypeError(f"batch_transform must be callable, got {batch_transform!r}")
         _core.validate_rank(rank, world_size)
         if isinstance(tls_root_certs, str):
             tls_root_certs = tls_root_certs.encode()
@@ -233,7 +237,7 @@ class RemoteLoader(_cursor.EpochLoader):
             "batch_size": batch_size, "seed": seed, "shuffle": shuffle,
             "shuffle_window": shuffle_window, "drop_last": drop_last,
             "columns": list(columns) if columns is not None else None})
-        self._output = output
+        self._output, self._batch_transform = output, batch_transform
         self._ragged = list(self._servers.config.get("ragged", []))
         if output == "jax":
             _frameworks.check_schema(output, self.schema)
@@ -273,10 +277,11 @@ class RemoteLoader(_cursor.EpochLoader):
                 "world_size": self._cursor.world_size, "rounds": rounds}
 
     def _convert(self, batch: pa.RecordBatch) -> Any:
-        """A received batch as this loader delivers it: the engine's own tensor conversion."""
-        if self._output == "arrow":
-            return batch
-        return _core.to_tensors(batch, self._output, self._ragged)
+        """A received batch as this loader delivers it: the engine's own tensor conversion,
+        then the batch_transform."""
+        if self._output != "arrow":
+            batch = _core.to_tensors(batch, self._output, self._ragged)
+        return batch if self._batch_transform is None else self._batch_transform(batch)
 
     def _read_epoch(self, progress: _cursor.Progress) -> _cursor.EpochIterator:
         on_close = None if self._trace_path is None else lambda: self.write_trace(
@@ -339,6 +344,9 @@ _keywords.document(RemoteLoader, """The Loader API over `stoker serve` servers: 
         start of each epoch and after a failure (waiting for Ray to restart a server).""",
     "batch_size, seed, shuffle, shuffle_window, columns, drop_last": """must match what the
         servers were started with (checked; None means "whatever the server has").""",
+    "batch_transform": """a Python callable applied to each batch as it arrives, in the
+        consumer's thread (the servers' transforms run before sending: the ``transforms``
+        they were started with).""",
     "token": "bearer token, when the servers need one.",
     "tls_root_certs": "PEM of the CA that signed the servers' certificates (grpc+tls://).",
     "reconnect_timeout": """seconds to keep reconnecting to a failed server (or waiting for a

@@ -54,12 +54,25 @@ def start(source: str, *, serve_options: dict[str, Any],
     import stoker
     from stoker import _core, _options
 
+    refuse_mixture(source)
     options = _core.ServeOptions()
     _options.assign(options, serve_options)
     options.validate()  # before the loader reads the dataset
     # The server delivers Arrow batches of any type; trainers convert them to tensors.
     loader = stoker.Loader(source, output="arrow", **loader_options)
     return loader, _core.Server(loader._core, options)
+
+
+def refuse_mixture(source: Any) -> None:
+    """A server streams one engine's plan; a mixture is several engines composed in Python."""
+    from stoker import _mixture
+
+    if isinstance(source, _mixture.Mixture):
+        # ValueError, as every refused combination (docs/combinations.md): the type is valid.
+        raise ValueError("a stoker.Mixture cannot be served (yet): "  # noqa: TRY004
+                         "a server streams one "
+                         "source's plan; serve each source and mix on the trainer, or read "
+                         "the mixture with a local stoker.Loader (docs/combinations.md)")
 
 
 class _TraceWriter:

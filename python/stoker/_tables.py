@@ -99,6 +99,38 @@ def pinned_name(pin: dict[str, Any]) -> str:
     return f"Iceberg table {pin['table']!r} snapshot {pin['snapshot_id']}"
 
 
+class ResolvedTable(Table):
+    """A table already resolved to one snapshot: its files and partition values, no catalog
+    or log to read again. What a stoker.ray.Fleet sends its servers (a catalog does not
+    pickle, and every server must read the same snapshot)."""
+
+    def __init__(self, resolved: Snapshot, label: str) -> None:
+        self.resolved, self._label = resolved, label
+
+    def __repr__(self) -> str:
+        return f"stoker.ResolvedTable({pinned_name(self.resolved.pin)})"
+
+    @property
+    def label(self) -> str:
+        return self._label
+
+    def pin(self, pin: dict[str, Any]) -> ResolvedTable:
+        if pin != self.resolved.pin:
+            raise ValueError(f"the state was saved reading {pinned_name(pin)}, but this "
+                             f"loader reads {pinned_name(self.resolved.pin)}")
+        return self
+
+    def snapshot(self, storage: dict[str, Any] | None) -> Snapshot:
+        return self.resolved
+
+
+def resolved(source: Any, storage: dict[str, Any] | None) -> Any:
+    """A table source resolved to its snapshot now; any other source as it is."""
+    if isinstance(source, Table) and not isinstance(source, ResolvedTable):
+        return ResolvedTable(source.snapshot(storage), source.label)
+    return source
+
+
 class DeltaTable(Table):
     """A Delta Lake table as a Loader source, at ``version`` (None: the latest when the
     Loader is made; the version read goes into the resume state either way)."""

@@ -10,7 +10,10 @@
 #include <nanobind/stl/vector.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <cstring>
 #include <memory>
+#include <type_traits>
 
 #include "assemble/column_types.h"
 #include "python/binding.h"
@@ -18,6 +21,8 @@
 namespace stoker::python {
 
 namespace {
+
+constexpr uintptr_t kTensorflowAlignment = 64;
 
 void FreeSchemaCapsule(PyObject* capsule) {
   auto* schema = static_cast<ArrowSchema*>(PyCapsule_GetPointer(capsule, "arrow_schema"));
@@ -68,8 +73,23 @@ nb::object ToTensor(const arrow::ArrayData& data) {
     return array.cast();
   }
   auto layout = ValueOrThrow(GetFixedWidthLayout(*data.type));
-  const auto values = GetFixedWidthValues(data);
+  auto values = GetFixedWidthValues(data);
   for (int64_t dim : values.inner_dims) shape.push_back(static_cast<size_t>(dim));
+  if constexpr (std::is_same_v<Framework, nb::tensorflow>) {
+    // TensorFlow aborts the process ("Check failed: IsAligned()") on the first op over a
+    // tensor whose data is not aligned to its EIGEN_MAX_ALIGN_BYTES (64). The engine's own
+    // buffers are; a batch received from a server (Flight bodies align buffers to 8 bytes)
+    // or a column that starts inside its buffer may not be: those values are copied.
+    if (reinterpret_cast<uintptr_t>(values.first) % kTensorflowAlignment != 0) {
+      int64_t count = data.length;
+      for (int64_t dim : values.inner_dims) count *= dim;
+      const int64_t bytes = count * layout.value_type->byte_width();
+      std::shared_ptr<arrow::Buffer> copy = ValueOrThrow(arrow::AllocateBuffer(bytes));
+      std::memcpy(copy->mutable_data(), values.first, static_cast<size_t>(bytes));
+      values.first = copy->data();
+      values.buffer = std::move(copy);
+    }
+  }
   nb::ndarray<Framework> array(const_cast<uint8_t*>(values.first), shape.size(), shape.data(),
                                Owner(values.buffer), nullptr, DlpackType(*layout.value_type));
   return array.cast();

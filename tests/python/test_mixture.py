@@ -344,6 +344,10 @@ def test_bad_weights_and_options_name_the_option(sources):
         _loader(_mixture(sources, epoch_rows=10), filter=pc.field("id") > 3)
     with pytest.raises(ValueError, match="mode= is not supported with a Mixture"):
         _loader(_mixture(sources, epoch_rows=10), mode="eval")
+    for name, value in [("codecs", [{"column": "x", "codec": "ndarray"}]),
+                        ("partitioning", "hive")]:
+        with pytest.raises(ValueError, match=f"^{name}= is not supported with a Mixture"):
+            _loader(_mixture(sources, epoch_rows=10), **{name: value})
 
 
 def test_an_empty_source_is_an_error_naming_it(sources):

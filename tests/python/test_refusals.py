@@ -10,6 +10,7 @@ import pyarrow.compute as pc
 import pytest
 import stoker
 from serve_support import COLUMNS, OPTIONS
+from stoker import _serve
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "combinations.md"
 
@@ -50,6 +51,9 @@ def _cases(criteo: Path) -> dict[str, tuple[type[Exception], object]]:
                                                columns=COLUMNS)),
         "ValueError: mode= is not supported with a Mixture":
             (ValueError, lambda: stoker.Loader(_mixture(criteo), batch_size=64, mode="eval")),
+        "ValueError: a stoker.Mixture cannot be served (yet)":
+            (ValueError, lambda: _serve.start(_mixture(criteo), serve_options={"port": 0},
+                                              loader_options={"batch_size": 64})),
     }
 
 

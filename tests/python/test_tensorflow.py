@@ -146,3 +146,37 @@ def test_a_remote_loader_feeds_tf_data_and_keras(criteo: Path, servers) -> None:
         x, y = data[i]
         np.testing.assert_array_equal(y, expected[i]["label"])
         np.testing.assert_array_equal(x["I1"], expected[i]["I1"])
+
+
+UNALIGNED = """
+import numpy as np, pyarrow as pa, tensorflow as tf
+from stoker import _core
+
+raw = (np.arange(1024 + 128) % 7).astype(np.uint8)  # small values: no overflow when doubled
+start = (64 - raw.ctypes.data % 64) % 64 + 8  # 8 bytes past a 64-byte boundary, as Flight gives
+columns = {"x": pa.int32(), "v": pa.list_(pa.int16(), 3)}
+for name, kind in columns.items():
+    values = pa.py_buffer(raw[start:start + 600])
+    assert values.address % 64 == 8
+    if pa.types.is_fixed_size_list(kind):
+        array = pa.FixedSizeListArray.from_arrays(
+            pa.Array.from_buffers(pa.int16(), 300, [None, values]), 3)
+    else:
+        array = pa.Array.from_buffers(kind, 150, [None, values])
+    tensor = _core.to_tensors(pa.record_batch([array], names=[name]), "tensorflow")[name]
+    np.testing.assert_array_equal((tensor * 2).numpy(), np.asarray(array.to_pylist()) * 2)
+print("ok")
+"""
+
+
+def test_unaligned_buffers_become_tensors_tensorflow_can_use() -> None:
+    """TensorFlow aborts the process on an op over data not 64-byte aligned; a batch received
+    from a server has 8-byte aligned buffers: the conversion copies those (in a child
+    process, so a regression fails this test rather than ending the run)."""
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-c", UNALIGNED], capture_output=True, text=True,
+                            check=False,
+                            timeout=300)
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr[-3000:]

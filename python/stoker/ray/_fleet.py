@@ -8,6 +8,7 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
+from stoker import _serve, _tables
 from stoker.ray._controller import FleetController
 
 # The Ray namespace fleets are named in, so that any job of the cluster finds one by name.
@@ -24,7 +25,7 @@ class Fleet:
         self._controller, self.name = controller, name
 
     @classmethod
-    def start(cls, source: str, *, num_servers: int, name: str | None = None,
+    def start(cls, source: Any, *, num_servers: int, name: str | None = None,
               num_cpus: float = 1, memory: int | None = None,
               resources: dict[str, float] | None = None,
               label_selector: dict[str, str] | None = None,
@@ -35,7 +36,9 @@ class Fleet:
         """Starts ``num_servers`` servers of ``source`` and returns once all listen.
 
         Args:
-            source: what ``stoker.Loader`` reads (a path every node sees, or s3://...).
+            source: what ``stoker.Loader`` reads (a path every node sees, or s3://...), or
+                a ``stoker.delta_table`` / ``stoker.iceberg_table``: resolved to its snapshot
+                here, once, so every server reads the same files (and no catalog travels).
             num_servers: servers to start (``resize`` changes it later).
             name: the fleet's name in the cluster (``Fleet.get(name)``, or
                 ``RemoteLoader(name)``); None: a generated one (``fleet.name``).
@@ -58,6 +61,10 @@ class Fleet:
         """
         if num_servers < 1:
             raise ValueError(f"num_servers must be >= 1, got {num_servers}")
+        _serve.refuse_mixture(source)
+        # A Delta or Iceberg table is resolved here, once: every server reads that snapshot,
+        # and no catalog has to travel to them.
+        source = _tables.resolved(source, loader_options.get("storage_options"))
         name = name or f"fleet-{uuid.uuid4().hex[:8]}"
         loader_options.setdefault("num_threads", max(1, int(num_cpus)))
         serve_options = {"port": 0, "token": token or "", "chunk_batches": chunk_batches,
