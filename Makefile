@@ -4,6 +4,7 @@
 #   make test   set up, build, run the C++ (ctest) and Python (pytest) tests but the slow ones
 #   make test-slow / test-all   the slow Python tests / everything
 #   make test-matrix   the pairwise composition matrix (docs/combinations.md)
+#   make test-petastorm   Petastorm's own reader tests against stoker.petastorm
 #   make test-asan / test-tsan / fuzz   the sanitizer builds and the fuzz targets
 #               (docs/reliability.md)
 #   make wheel  the repaired manylinux wheel, in dist/
@@ -23,7 +24,7 @@ DEMO_ROWS ?= 2000000
 # platform: requirements-core.txt).
 REQUIREMENTS ?= requirements-dev.txt
 
-.PHONY: all setup build build-cpp test test-cpp test-python test-slow test-all test-matrix demo lint lint-threads clean \
+.PHONY: all setup build build-cpp test test-cpp test-python test-slow test-all test-matrix test-petastorm demo lint lint-threads clean \
         test-asan test-asan-cpp asan-cpp-build test-asan-python test-tsan fuzz wheel test-trixie platform-tests \
         bench-scaling
 
@@ -317,6 +318,16 @@ $(PETASTORM_DEPS): benchmarks/requirements-petastorm.txt benchmarks/constraints.
 	  -r benchmarks/requirements-petastorm.txt
 	$(PETASTORM_PY) -m pip install -q --no-deps $(PETASTORM)
 	@touch $@
+
+# Petastorm 0.13.1's own reader tests against stoker.petastorm (docs/petastorm.md, "Petastorm's
+# own tests"): its datasets written once by its own Spark writers (a JRE, Debian's), then its
+# test files run in .venv with the reader and loaders pointing at stoker.petastorm. Prints
+# pass/fail per file; fails below the share of passing tests measured last
+# (tests/petastorm/run.py).
+test-petastorm: build $(PETASTORM_DEPS)
+	command -v java >/dev/null || apt-get install -y -qq --no-install-recommends \
+	  openjdk-17-jre-headless
+	bash tests/petastorm/run.sh
 
 # --isolated: this environment's torch and torchvision come from the package index, never from
 # a local wheel directory a machine's pip configuration may add (a CPU-only torch there cannot

@@ -457,7 +457,7 @@ def _as_petastorm_wrote_it(schema: sp.Unischema) -> bytes:
     for name in ("ScalarCodec", "NdarrayCodec"):
         text = text.replace(b"stoker.petastorm._unischema\n" + name.encode() + b"\n",
                             b"petastorm.codecs\n" + name.encode() + b"\n")
-    for name in ("DecimalType", "StringType", "IntegerType"):
+    for name in ("DecimalType", "StringType", "IntegerType", "ShortType"):
         text = text.replace(b"stoker.petastorm._unischema\n" + name.encode() + b"\n",
                             b"pyspark.sql.types\n" + name.encode() + b"\n")
     assert b"stoker" not in text
@@ -556,3 +556,132 @@ def test_the_codecs_are_part_of_the_resume_identity() -> None:
     raw.load_state_dict(old)
     with pytest.raises(ValueError, match="the codecs differs"):
         png.load_state_dict(old)
+
+
+# --- Petastorm's own reader tests (tests/petastorm/run.sh) found these --------------------------
+
+
+def _typed_dataset(root: Path) -> list[dict[str, Any]]:
+    """A Petastorm dataset of 12 rows in 3 row groups whose Unischema declares narrower or other
+    scalar dtypes than the Parquet columns (Spark has no uint8; a ShortType read as int32), and
+    ndarray fields of strings and bytes, one nullable: the kinds of field in Petastorm's own
+    test schema. Returns the rows as written."""
+    schema = sp.Unischema("Typed", [
+        sp.UnischemaField("id", np.int32, (), sp.ScalarCodec(_spark_type("ShortType")), False),
+        sp.UnischemaField("small", np.uint8, (), None, False),
+        sp.UnischemaField("names", np.str_, (None,), sp.NdarrayCodec(), True),
+        sp.UnischemaField("blobs", np.bytes_, (2, 2), sp.NdarrayCodec(), False),
+        sp.UnischemaField("pair", np.uint16, (2,), sp.NdarrayCodec(), True),
+    ])
+    rows = [{"id": i, "small": 250 + i % 5,
+             "names": None if i % 4 == 0 else np.array([f"n{i}"] * (i % 3), dtype=np.str_),
+             "blobs": np.array([[b"a\x00", b"b"], [bytes([i]), b""]], dtype=np.bytes_),
+             "pair": None if i % 3 == 0 else np.array([i, 60000], dtype=np.uint16)}
+            for i in range(12)]
+    table = pa.table({
+        "id": pa.array([r["id"] for r in rows], pa.int16()),
+        "small": pa.array([r["small"] for r in rows], pa.int16()),
+        "names": pa.array([None if r["names"] is None else _npy(r["names"]) for r in rows],
+                          pa.binary()),
+        "blobs": pa.array([_npy(r["blobs"]) for r in rows], pa.binary()),
+        "pair": pa.array([None if r["pair"] is None else _npy(r["pair"]) for r in rows],
+                         pa.binary()),
+    })
+    root.mkdir()
+    pq.write_table(table, root / "part-0.parquet", row_group_size=4)
+    stored = table.schema.with_metadata({sp.UNISCHEMA_KEY: _as_petastorm_wrote_it(schema)})
+    pq.write_metadata(stored, root / "_common_metadata")
+    return rows
+
+
+def test_unischema_dtypes_and_string_arrays_are_delivered_as_declared(tmp_path: Path) -> None:
+    rows = _typed_dataset(tmp_path / "typed")
+    url = (tmp_path / "typed").as_uri()
+    with sp.make_reader(url, shuffle_row_groups=False) as reader:
+        got = list(reader)
+    assert [int(r.id) for r in got] == list(range(12))
+    assert {type(r.id) for r in got} == {np.int32}
+    assert {type(r.small) for r in got} == {np.uint8}
+    for row, want in zip(got, rows):
+        if want["names"] is None:
+            assert row.names is None
+        else:
+            assert row.names.dtype.kind == "U"
+            np.testing.assert_array_equal(row.names, want["names"])
+        np.testing.assert_array_equal(row.blobs, want["blobs"])
+        if want["pair"] is None:  # a null in a nullable fixed-shape field
+            assert row.pair is None
+        else:
+            np.testing.assert_array_equal(row.pair, want["pair"])
+    with sp.make_batch_reader(url, shuffle_row_groups=False, batch_size=12) as reader:
+        (batch,) = list(reader)
+    assert batch.id.dtype == np.int32 and batch.small.dtype == np.uint8
+    assert batch.blobs.shape == (12, 2, 2) and batch.blobs.dtype.kind == "S"
+    assert [n is None for n in batch.names] == [r["names"] is None for r in rows]
+
+
+def test_petastorms_argument_checks_raise_its_exceptions(tmp_path: Path) -> None:
+    _typed_dataset(tmp_path / "typed")
+    url = (tmp_path / "typed").as_uri()
+    for bad in (None, 123, []):
+        with pytest.raises(ValueError):
+            sp.make_reader(bad)
+    with pytest.raises(ValueError, match="Unknown reader_pool_type: bogus"):
+        sp.make_reader(url, reader_pool_type="bogus")
+    for pool in ("thread", "process", "dummy"):
+        sp.make_reader(url, reader_pool_type=pool).stop()
+    for epochs in (0, -10, "abc", 1.5):
+        with pytest.raises(ValueError, match="num_epochs"):
+            sp.make_batch_reader(url, num_epochs=epochs)
+    for shard in ({"shard_count": 0}, {"shard_count": 2}, {"cur_shard": "0", "shard_count": 2},
+                  {"cur_shard": 0, "shard_count": "2"}, {"cur_shard": 2, "shard_count": 2}):
+        with pytest.raises(ValueError, match="cur_shard"):
+            sp.make_reader(url, **shard)
+    with pytest.raises(sp.NoDataAvailableError, match=r"row-groups in the dataset \(3\)"):
+        sp.make_reader(url, cur_shard=0, shard_count=4)  # 3 row groups
+    with pytest.warns(UserWarning, match="shard_seed was deprecated"):
+        sp.make_reader(url, shard_seed=1).stop()
+    with pytest.raises(RuntimeError, match="No fields matching the criteria"):
+        sp.make_reader(url, schema_fields=["^nothing$"])
+    reader = sp.make_reader(url)
+    next(reader)
+    reader.stop()
+    with pytest.raises(RuntimeError, match="Trying to read a sample after"):
+        next(reader)
+
+
+def test_both_torch_loaders_take_both_reader_kinds(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    _typed_dataset(tmp_path / "typed")
+    url = (tmp_path / "typed").as_uri()
+    fields = ["id", "small"]
+    for make in (sp.make_reader, sp.make_batch_reader):
+        with sp_torch.DataLoader(make(url, schema_fields=fields, shuffle_row_groups=False,
+                                      num_epochs=1), batch_size=5) as loader:
+            batches = list(loader)
+        assert [len(b["id"]) for b in batches] == [5, 5, 2]
+        assert torch.cat([b["id"] for b in batches]).tolist() == list(range(12))
+        assert batches[0]["small"].dtype == torch.uint8
+        with sp_torch.BatchedDataLoader(make(url, schema_fields=fields,
+                                             shuffle_row_groups=False),
+                                        batch_size=5) as loader:
+            batches = list(loader)
+        assert [len(b["id"]) for b in batches] == [5, 5, 2]
+        assert torch.cat([b["id"] for b in batches]).tolist() == list(range(12))
+        with sp_torch.InMemBatchedDataLoader(make(url, schema_fields=fields,
+                                                  shuffle_row_groups=False, num_epochs=None),
+                                             batch_size=4, num_epochs=2, rows_capacity=10,
+                                             shuffle=True, seed=3) as loader:
+            epochs = [torch.cat([b["id"] for b in loader]).tolist()]
+        assert len(epochs[0]) == 20
+        assert sorted(epochs[0][:10]) == sorted(epochs[0][10:]) == list(range(10))
+        assert epochs[0][:10] != epochs[0][10:]  # each epoch its own permutation
+
+
+def test_decimal_friendly_collate_keeps_decimals_and_strings() -> None:
+    torch = pytest.importorskip("torch")
+    batch = sp_torch.decimal_friendly_collate([
+        {"d": Decimal("1.5"), "s": "a", "x": np.int32(1)},
+        {"d": Decimal("2.5"), "s": "b", "x": np.int32(2)}])
+    assert batch["d"] == [Decimal("1.5"), Decimal("2.5")] and batch["s"] == ["a", "b"]
+    assert torch.equal(batch["x"], torch.tensor([1, 2], dtype=torch.int32))

@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from stoker.petastorm._errors import NoDataAvailableError
 from stoker.petastorm._metadata import UNISCHEMA_KEY, find_unischema, resolve_url
 from stoker.petastorm._pickle import UnischemaUnpickler, load_unischema
 from stoker.petastorm._reader import Reader, _make, loader_codecs, make_loader
@@ -30,6 +31,7 @@ __all__ = [
     "CompressedImageCodec",
     "CompressedNdarrayCodec",
     "NdarrayCodec",
+    "NoDataAvailableError",
     "Reader",
     "ScalarCodec",
     "TransformSpec",
@@ -94,6 +96,7 @@ def make_reader(dataset_url: str | os.PathLike, schema_fields: Sequence[Any] | N
     per row). Further keyword arguments go to ``stoker.Loader`` (e.g. ``shuffle_window``,
     ``transforms``). docs/petastorm.md maps every argument."""
     return _make(dataset_url, batched=False, schema_fields=schema_fields,
+                 reader_pool_type=reader_pool_type, shard_seed=shard_seed,
                  workers_count=workers_count, seed=seed, shuffle_rows=shuffle_rows,
                  shuffle_row_groups=shuffle_row_groups,
                  shuffle_row_drop_partitions=shuffle_row_drop_partitions, predicate=predicate,
@@ -125,6 +128,7 @@ def make_batch_reader(dataset_url_or_urls: str | os.PathLike,
     ``batch_size`` rows; Petastorm's are one row group each). Unlike Petastorm's, it decodes a
     Petastorm dataset's codecs too. Arguments as make_reader's."""
     return _make(dataset_url_or_urls, batched=True, schema_fields=schema_fields,
+                 reader_pool_type=reader_pool_type, shard_seed=shard_seed,
                  workers_count=workers_count, seed=seed, shuffle_rows=shuffle_rows,
                  shuffle_row_groups=shuffle_row_groups,
                  shuffle_row_drop_partitions=shuffle_row_drop_partitions, predicate=predicate,

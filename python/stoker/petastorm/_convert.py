@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 
 def row_getter(array: pa.Array) -> Callable[[int], Any]:
@@ -73,7 +74,15 @@ def _leaf(array: pa.Array) -> np.ndarray:
     """The values under every list level of ``array`` (its offset applied), as a numpy array
     of its own: writable, as Petastorm's values are (one copy per batch)."""
     while pa.types.is_fixed_size_list(array.type) or pa.types.is_list(array.type):
-        array = array.flatten()
+        if pa.types.is_fixed_size_list(array.type):
+            # .values keeps the slots of null rows (flatten() drops them), so that row i is
+            # still at i * size; a null row's slots are filled with 0 and never delivered.
+            size = array.type.list_size
+            array = array.values.slice(array.offset * size, len(array) * size)
+            if array.null_count:
+                array = pc.fill_null(array, 0)
+        else:
+            array = array.flatten()
     return np.array(array.to_numpy(zero_copy_only=False))
 
 

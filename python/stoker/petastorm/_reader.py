@@ -4,12 +4,14 @@ reader iterates the loader's epochs and hands out namedtuples of rows or of colu
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import warnings
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any, Self
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
@@ -17,6 +19,7 @@ import pyarrow.parquet as pq
 
 import stoker
 from stoker.petastorm import _convert
+from stoker.petastorm._errors import NoDataAvailableError
 from stoker.petastorm._metadata import find_unischema, resolve_url
 from stoker.petastorm._unischema import (
     CompressedImageCodec,
@@ -29,17 +32,21 @@ from stoker.petastorm._unischema import (
 # Rows the row reader takes from the engine at a time (the rows and their order do not depend
 # on it).
 _ROW_READER_BATCH = 256
-# Petastorm arguments accepted for compatibility that change nothing here.
-_IGNORED = ("reader_pool_type", "results_queue_size", "hdfs_driver", "zmq_copy_buffers",
-            "cache_row_size_estimate", "cache_extra_settings", "shard_seed")
+# Petastorm's worker pools: each is accepted, and decoding runs in Stoker's C++ workers
+# whichever is named.
+_READER_POOL_TYPES = ("thread", "process", "dummy")
 
 
 def loader_codecs(schema: Unischema, names: Sequence[str] | None = None) -> list[dict[str, Any]]:
     """The Loader ``codecs`` that decode ``schema``'s encoded fields (all, or those in
-    ``names``): ndarray, compressed ndarray, png and jpeg. Scalars need none."""
+    ``names``): ndarray, compressed ndarray, png and jpeg. Scalars need none, and arrays of
+    strings or bytes are left encoded: the C++ decoders take numbers (make_reader decodes
+    those in Python)."""
     codecs = []
     for field in schema.fields.values():
         if names is not None and field.name not in names:
+            continue
+        if _text_array_loader(field) is not None:
             continue
         codec = _codec_name(field)
         if codec is None:
@@ -79,9 +86,38 @@ def _codec_name(field: UnischemaField) -> str | None:
 
 
 def _dtype_name(field: UnischemaField) -> str:
-    import numpy as np
-
     return np.dtype(field.numpy_dtype).name
+
+
+def _text_array_loader(field: UnischemaField) -> Callable[[bytes], np.ndarray] | None:
+    """For an ndarray field of strings or bytes (Petastorm's np.save bytes of a '<U' or '|S'
+    array), the function that decodes one value in Python; None for any other field."""
+    if not isinstance(field.codec, NdarrayCodec) or np.dtype(field.numpy_dtype).kind not in "SU":
+        return None
+    if isinstance(field.codec, CompressedNdarrayCodec):
+        return _load_npz
+    return lambda value: np.load(io.BytesIO(value), allow_pickle=False)
+
+
+def _load_npz(value: bytes) -> np.ndarray:
+    with np.load(io.BytesIO(value), allow_pickle=False) as archive:
+        return archive["arr"]
+
+
+def _python_decoders(schema: Unischema) -> dict[str, Callable[[Any], Any]]:
+    """What the reader applies to each value of a field in Python, by field name: arrays of
+    strings or bytes decoded, numeric scalars cast to the Unischema's dtype (a Spark ShortType
+    column declared np.int32 is delivered as int32, as Petastorm delivers it). None stays
+    None."""
+    decoders: dict[str, Callable[[Any], Any]] = {}
+    for field in schema.fields.values():
+        load = _text_array_loader(field)
+        if load is not None:
+            decoders[field.name] = load
+        elif (field.shape == () and isinstance(field.numpy_dtype, type)
+              and issubclass(field.numpy_dtype, (np.number, np.bool_))):
+            decoders[field.name] = field.numpy_dtype
+    return decoders
 
 
 class Reader:
@@ -99,6 +135,7 @@ class Reader:
         self.is_batched_reader = batched
         self.num_epochs = num_epochs
         self._row_filter, self._transform = row_filter, transform
+        self._decoders = _python_decoders(schema)
         self._epochs_started = 0
         self._items: Generator[Any, None, None] | None = None
         self.last_row_consumed = False
@@ -113,6 +150,10 @@ class Reader:
         return self
 
     def __next__(self) -> Any:
+        if self.stopped:
+            raise RuntimeError("Trying to read a sample after a reader created by "
+                               "make_reader/make_batch_reader has stopped (its context manager "
+                               "exited, or stop() was called)")
         if self._items is None:
             self._items = self._generate()
         try:
@@ -138,8 +179,12 @@ class Reader:
         getters = [_convert.row_getter(batch.column(i)) for i in range(batch.num_columns)]
         names = batch.schema.names
         row_type = self.schema.namedtuple_type()
+        decoders = [(name, self._decoders[name]) for name in names if name in self._decoders]
         for i in range(batch.num_rows):
             row = {name: get(i) for name, get in zip(names, getters)}
+            for name, decode in decoders:
+                if row[name] is not None:
+                    row[name] = decode(row[name])
             if self._row_filter is not None and not self._row_filter(row):
                 continue
             if self._transform is not None:
@@ -147,11 +192,10 @@ class Reader:
             yield row_type(**{name: row[name] for name in self.schema.fields})
 
     def _batch(self, batch: pa.RecordBatch) -> Iterator[Any]:
-        columns = {name: _convert.column_values(batch.column(i))
+        columns = {name: _decode_column(_convert.column_values(batch.column(i)),
+                                        self._decoders.get(name))
                    for i, name in enumerate(batch.schema.names)}
         if self._row_filter is not None:
-            import numpy as np
-
             rows = len(batch)
             keep = np.array([self._row_filter({n: c[i] for n, c in columns.items()})
                              for i in range(rows)], dtype=bool)
@@ -192,9 +236,21 @@ class Reader:
         self.join()
 
 
-def _stack(values: Any) -> Any:
-    import numpy as np
+def _decode_column(values: np.ndarray, decode: Callable[[Any], Any] | None) -> np.ndarray:
+    """A column batch with a field's Python decoder applied (see _python_decoders)."""
+    if decode is None:
+        return values
+    if isinstance(decode, type):  # a numpy scalar type: the whole column is cast
+        if values.dtype != object:
+            return values.astype(decode, copy=False)
+        return values  # nulls among the values: kept as objects (None), as Petastorm does
+    out = np.empty(len(values), dtype=object)
+    for i, value in enumerate(values):  # one by one: a list of equal arrays would broadcast
+        out[i] = None if value is None else decode(value)
+    return _stack(out)
 
+
+def _stack(values: Any) -> Any:
     if values.dtype == object and len(values) and all(isinstance(v, np.ndarray) for v in values):
         shapes = {v.shape for v in values}
         if len(shapes) == 1:
@@ -202,7 +258,37 @@ def _stack(values: Any) -> Any:
     return values
 
 
+def _check_arguments(dataset_url: Any, reader_pool_type: Any, num_epochs: Any,
+                     cur_shard: Any, shard_count: Any, shard_seed: Any) -> None:
+    """Petastorm's checks of its arguments, with its exceptions: a script that catches them
+    still does."""
+    if isinstance(dataset_url, list) and not dataset_url:
+        raise ValueError("dataset url list must be non-empty")
+    if not isinstance(dataset_url, (str, os.PathLike, list, tuple)):
+        raise ValueError(  # noqa: TRY004 (Petastorm raises ValueError; scripts catch it)
+            f"dataset_url must be a URL or path (a string), or a list of them; "
+            f"got {dataset_url!r}")
+    if reader_pool_type not in _READER_POOL_TYPES:
+        raise ValueError(f"Unknown reader_pool_type: {reader_pool_type} (one of "
+                         f"{', '.join(_READER_POOL_TYPES)})")
+    if num_epochs is not None and (not isinstance(num_epochs, int) or isinstance(num_epochs, bool)
+                                   or num_epochs < 1):
+        raise ValueError(f"num_epochs must be a positive int or None (endless), got "
+                         f"{num_epochs!r}")
+    if cur_shard is not None or shard_count is not None:
+        if not (isinstance(cur_shard, int) and isinstance(shard_count, int)) or shard_count < 1:
+            raise ValueError(f"cur_shard and shard_count must be ints and both given to shard "
+                             f"(got cur_shard={cur_shard!r}, shard_count={shard_count!r})")
+        if not 0 <= cur_shard < shard_count:
+            raise ValueError(f"cur_shard must be in [0, shard_count={shard_count}), got "
+                             f"{cur_shard}")
+    if shard_seed is not None:
+        warnings.warn("shard_seed was deprecated and will be removed in future versions. "
+                      "It has no effect: shards follow the seed", UserWarning, stacklevel=4)
+
+
 def _make(dataset_url: Any, *, batched: bool, schema_fields: Sequence[Any] | None,
+          reader_pool_type: str, shard_seed: int | None,
           workers_count: int | None, seed: int | None, shuffle_rows: bool,
           shuffle_row_groups: bool, shuffle_row_drop_partitions: int, predicate: Any,
           rowgroup_selector: Any, num_epochs: int | None, cur_shard: int | None,
@@ -210,6 +296,8 @@ def _make(dataset_url: Any, *, batched: bool, schema_fields: Sequence[Any] | Non
           cache_size_limit: int | None, transform_spec: Any, filters: Any,
           storage_options: Any, filesystem: Any, batch_size: int | None,
           loader_args: dict[str, Any]) -> Reader:
+    _check_arguments(dataset_url, reader_pool_type, num_epochs, cur_shard, shard_count,
+                     shard_seed)
     if isinstance(dataset_url, (list, tuple)):
         raise NotImplementedError("a list of dataset URLs: pass the dataset's directory, or use "
                                   "stoker.Loader with a list of files")
@@ -222,8 +310,6 @@ def _make(dataset_url: Any, *, batched: bool, schema_fields: Sequence[Any] | Non
                                   "window of row groups (shuffle_window) instead")
     if filesystem is not None:
         raise NotImplementedError("filesystem: pass storage_options (docs/storage.md)")
-    if (cur_shard is None) != (shard_count is None):
-        raise ValueError("cur_shard and shard_count must be given together")
     fs, path, source = resolve_url(dataset_url)
     # Petastorm reads a directory's key=value subdirectories (Spark's partitionBy) as columns,
     # as pyarrow's dataset discovery does; so does the Loader with partitioning="hive".
@@ -232,7 +318,7 @@ def _make(dataset_url: Any, *, batched: bool, schema_fields: Sequence[Any] | Non
     schema = find_unischema(fs, path, source)
     if schema is None:
         schema = _schema_from_arrow(source, storage_options, loader_args.get("partitioning"))
-    if schema_fields is not None:
+    if schema_fields:  # None or empty: every field, as Petastorm
         schema = schema.create_schema_view(_field_list(schema, schema_fields))
     names = list(schema.fields)
 
@@ -272,14 +358,20 @@ def _make(dataset_url: Any, *, batched: bool, schema_fields: Sequence[Any] | Non
         filter=filter_expression, cache_dir=cache_dir,
         cache_limit_bytes=cache_size_limit or 0, storage_options=storage_options,
         **loader_args)
+    if shard_count is not None:
+        row_groups = loader._core.dataset()["row_groups"]
+        if row_groups < shard_count:
+            # Stoker's shards are row slices and would not be empty, but a script written for
+            # Petastorm (whose shards are whole row groups) expects this error.
+            raise NoDataAvailableError(
+                f"Number of row-groups in the dataset ({row_groups}) must be greater or equal "
+                f"to the number of requested shards ({shard_count}), as Petastorm requires")
     return Reader(loader, schema, num_epochs, batched, row_filter, transform, output_schema)
 
 
 def _schema_from_arrow(source: str, storage_options: Any, partitioning: Any) -> Unischema:
     """A Unischema of a plain Parquet dataset's columns (scalars, and lists as shape (None,)),
     its partition keys included."""
-    import numpy as np
-
     probe = stoker.Loader(source, batch_size=1, output="arrow", storage_options=storage_options,
                           partitioning=partitioning)
     fields = []
@@ -308,10 +400,12 @@ def _field_list(schema: Unischema, schema_fields: Sequence[Any]) -> list[Any]:
                 out.append(field)  # a regular expression, as Petastorm takes them
         else:
             out.append(field)
-    if any(isinstance(f, str) for f in out):
-        patterns = [f for f in out if isinstance(f, str)]
+    if out and all(isinstance(f, str) for f in out):
+        patterns = list(out)
         if not any(re.fullmatch(p, name) for p in patterns for name in schema.fields):
-            raise ValueError(f"schema_fields {patterns} match no field of {list(schema.fields)}")
+            # RuntimeError, as Petastorm raises when schema_fields selects nothing.
+            raise RuntimeError(f"No fields matching the criteria {patterns} were found in the "
+                               f"dataset (its fields: {list(schema.fields)})")
     return out
 
 

@@ -1,10 +1,14 @@
-"""Petastorm's torch loaders over a stoker.petastorm reader: DataLoader collates rows from
-make_reader, BatchedDataLoader re-batches column batches from make_batch_reader; both give
-dicts of torch tensors. Shuffling is the Loader's (shuffle_window rows mixed across row
-groups), so ``shuffling_queue_capacity`` adds none (docs/petastorm.md)."""
+"""Petastorm's torch loaders over a stoker.petastorm reader, either kind (make_reader's rows or
+make_batch_reader's column batches): DataLoader collates rows (``decimal_friendly_collate``
+unless told otherwise), BatchedDataLoader cuts the columns into batches of tensors,
+InMemBatchedDataLoader holds up to ``rows_capacity`` rows in memory and serves epochs of
+batches from them. Shuffling is the Loader's (shuffle_window rows mixed across row groups), so
+``shuffling_queue_capacity`` adds none (docs/petastorm.md)."""
 
 from __future__ import annotations
 
+import collections.abc
+import decimal
 from collections.abc import Callable, Iterator
 from typing import Any, Self
 
@@ -12,8 +16,51 @@ import numpy as np
 
 from stoker.petastorm._reader import Reader
 
+# numpy dtypes torch has no (or only partial) support for, and what Petastorm promotes them to.
+_PROMOTED = {np.dtype(np.uint16): np.int32, np.dtype(np.uint32): np.int64,
+             np.dtype(np.bool_): np.uint8}
+
+
+def decimal_friendly_collate(batch: list) -> Any:
+    """torch's default_collate, except that ``decimal.Decimal`` and string values are kept as
+    lists (Petastorm's default collate_fn)."""
+    from torch.utils.data import default_collate
+
+    first = batch[0]
+    if isinstance(first, (decimal.Decimal, str, bytes)):
+        return batch
+    if isinstance(first, collections.abc.Mapping):
+        return {key: decimal_friendly_collate([row[key] for row in batch]) for key in first}
+    if isinstance(first, collections.abc.Sequence):
+        return [decimal_friendly_collate(list(values)) for values in zip(*batch)]
+    return default_collate(batch)
+
+
+def _sanitize_row(row: dict[str, Any]) -> None:
+    """Petastorm's promotions of one row's values to types torch takes (uint16 to int32,
+    uint32 to int64, bool to uint8), in place; a string array or a null is a TypeError, as
+    in Petastorm."""
+    for name, value in row.items():
+        if isinstance(value, np.ndarray):
+            if value.dtype in _PROMOTED:
+                row[name] = value.astype(_PROMOTED[value.dtype])
+            elif value.dtype.kind in "SUO":
+                raise TypeError(f"Pytorch does not support arrays of string or object classes. "
+                                f"Found in field {name}.")
+        elif isinstance(value, np.bool_):
+            row[name] = np.uint8(value)
+        elif value is None:
+            raise TypeError(f"Pytorch does not support nullable fields. Found None in {name}")
+
+
+def _promote_column(values: Any) -> Any:
+    if isinstance(values, np.ndarray) and values.dtype in _PROMOTED:
+        return values.astype(_PROMOTED[values.dtype])
+    return values
+
 
 def _to_tensor(values: Any) -> Any:
+    """A column as a tensor; a column of arrays of different shapes as a list of tensors."""
     import torch
 
     if isinstance(values, np.ndarray) and values.dtype != object:
@@ -23,10 +70,52 @@ def _to_tensor(values: Any) -> Any:
     return values if not isinstance(values, np.ndarray) else list(values)
 
 
+def _columns(reader: Reader) -> Iterator[dict[str, Any]]:
+    """The reader's items as dicts of columns: a row reader's rows as columns of one value."""
+    for item in reader:
+        columns = item._asdict()
+        if not reader.batched_output:
+            columns = {name: _one_row_column(value) for name, value in columns.items()}
+        yield {name: _promote_column(values) for name, values in columns.items()}
+
+
+def _one_row_column(value: Any) -> Any:
+    if isinstance(value, (np.ndarray, np.generic)) and np.asarray(value).dtype != object:
+        return np.asarray(value)[np.newaxis]
+    column = np.empty(1, dtype=object)
+    column[0] = value
+    return column
+
+
+def _rows(reader: Reader) -> Iterator[dict[str, Any]]:
+    """The reader's rows as dicts: a batch reader's column batches split into rows."""
+    for item in reader:
+        columns = item._asdict()
+        if not reader.batched_output:
+            yield columns
+            continue
+        names = list(columns)
+        for values in zip(*(columns[name] for name in names)):
+            yield dict(zip(names, values))
+
+
+def _concat(parts: list) -> Any:
+    if len(parts) == 1:
+        return parts[0]
+    import torch
+
+    if isinstance(parts[0], torch.Tensor):
+        return torch.cat(parts)
+    if isinstance(parts[0], np.ndarray):
+        return np.concatenate(parts)
+    return [value for part in parts for value in part]
+
+
 class _LoaderBase:
-    """What both loaders share: each ``iter()`` is one pass over the reader, and a pass after
-    one that read every row starts the reader again (its next epoch), as Petastorm's
-    loaders reset their reader; a pass while another is in progress is an error."""
+    """What DataLoader and BatchedDataLoader share: each ``iter()`` is one pass over the
+    reader, and a pass after one that read every row starts the reader again (its next
+    epoch), as Petastorm's loaders reset their reader; a pass while another is in progress
+    is an error."""
 
     reader: Reader
     _in_pass = False  # a pass is being read
@@ -57,75 +146,120 @@ class _LoaderBase:
 
 
 class DataLoader(_LoaderBase):
-    """Batches the rows of a ``make_reader`` reader: ``batch_size`` rows per batch, collated by
-    ``collate_fn`` (default: torch's default_collate over the rows as dicts)."""
+    """Batches the rows of a reader (a make_batch_reader's split into rows): ``batch_size``
+    rows per batch, promoted as Petastorm promotes them and collated by ``collate_fn``
+    (default: decimal_friendly_collate over the rows as dicts)."""
 
     def __init__(self, reader: Reader, batch_size: int = 1,
-                 collate_fn: Callable[[list], Any] | None = None,
+                 collate_fn: Callable[[list], Any] = decimal_friendly_collate,
                  shuffling_queue_capacity: int = 0) -> None:
-        if reader.batched_output:
-            raise ValueError("DataLoader takes a make_reader reader; use BatchedDataLoader "
-                             "with make_batch_reader")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.reader, self.batch_size = reader, batch_size
         self.shuffling_queue_capacity = shuffling_queue_capacity
-        if collate_fn is None:
-            from torch.utils.data import default_collate
-
-            collate_fn = default_collate
         self.collate_fn = collate_fn
 
     def _pass(self) -> Iterator[Any]:
         rows: list[dict] = []
-        for row in self.reader:
-            rows.append(row._asdict())
+        for row in _rows(self.reader):
+            _sanitize_row(row)
+            rows.append(row)
             if len(rows) == self.batch_size:
                 yield self.collate_fn(rows)
                 rows = []
         if rows:
             yield self.collate_fn(rows)
 
+
 class BatchedDataLoader(_LoaderBase):
-    """Re-batches the column batches of a ``make_batch_reader`` reader into ``batch_size``
-    rows, as dicts of torch tensors (``transform_fn`` applied to each)."""
+    """Cuts a reader's columns (a make_reader's rows joined into columns) into batches of
+    ``batch_size`` rows: dicts of the columns, each given to ``transform_fn`` (default: a
+    tensor, or a list of tensors where the rows' shapes differ) before batching, as
+    Petastorm's."""
 
     def __init__(self, reader: Reader, batch_size: int = 1,
                  transform_fn: Callable[[Any], Any] | None = None,
                  shuffling_queue_capacity: int = 0, inmemory_cache_all: bool = False,
                  num_epochs: int | None = None) -> None:
-        if not reader.batched_output:
-            raise ValueError("BatchedDataLoader takes a make_batch_reader reader; use "
-                             "DataLoader with make_reader")
         if inmemory_cache_all:
-            raise NotImplementedError("inmemory_cache_all: give the reader cache_type="
-                                      "'local-disk' (Stoker's disk cache of decoded row groups)")
+            raise NotImplementedError("inmemory_cache_all: use InMemBatchedDataLoader, or give "
+                                      "the reader cache_type='local-disk' (Stoker's disk cache "
+                                      "of decoded row groups)")
         if batch_size < 1:
             raise ValueError(f"batch_size must be >= 1, got {batch_size}")
         self.reader, self.batch_size = reader, batch_size
-        self.transform_fn = transform_fn
+        self.transform_fn = transform_fn or _to_tensor
         self.shuffling_queue_capacity = shuffling_queue_capacity
 
     def _pass(self) -> Iterator[dict[str, Any]]:
         pending: dict[str, list] = {}
         held = 0
-        for batch in self.reader:
-            columns = batch._asdict()
+        for columns in _columns(self.reader):
             for name, values in columns.items():
-                pending.setdefault(name, []).append(values)
+                pending.setdefault(name, []).append(self.transform_fn(values))
             held += len(next(iter(columns.values())))
             while held >= self.batch_size:
                 joined = {n: _concat(v) for n, v in pending.items()}
-                yield self._emit({n: v[:self.batch_size] for n, v in joined.items()})
+                yield {n: v[:self.batch_size] for n, v in joined.items()}
                 pending = {n: [v[self.batch_size:]] for n, v in joined.items()}
                 held -= self.batch_size
         if held:
-            yield self._emit({n: _concat(v) for n, v in pending.items()})
-
-    def _emit(self, columns: dict[str, Any]) -> Any:
-        batch = {name: _to_tensor(values) for name, values in columns.items()}
-        return self.transform_fn(batch) if self.transform_fn is not None else batch
+            yield {n: _concat(v) for n, v in pending.items()}
 
 
-def _concat(parts: list) -> Any:
-    return parts[0] if len(parts) == 1 else np.concatenate(parts)
+class InMemBatchedDataLoader:
+    """Reads up to ``rows_capacity`` rows of a reader into memory as tensors (each column
+    through ``transform_fn``, default torch.as_tensor), stops the reader, then serves
+    ``num_epochs`` epochs of ``batch_size`` rows from them, in a new order each epoch when
+    ``shuffle`` (a permutation seeded by ``seed`` + the epoch), as Petastorm's. One ``iter()``
+    serves every epoch; a second is an error."""
+
+    def __init__(self, reader: Reader, batch_size: int = 1,
+                 transform_fn: Callable[[Any], Any] | None = None, num_epochs: int = 1,
+                 seed: int = 0, rows_capacity: int = 1024, shuffle: bool = False) -> None:
+        import torch
+
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1, got {batch_size}")
+        self.batch_size, self.num_epochs = batch_size, num_epochs
+        self.seed, self.shuffle = seed, shuffle
+        self._served = False
+        transform = transform_fn or torch.as_tensor
+        held: dict[str, list] = {}
+        rows = 0
+        for columns in _columns(reader):
+            take = min(rows_capacity - rows, len(next(iter(columns.values()))))
+            for name, values in columns.items():
+                held.setdefault(name, []).append(transform(values[:take]))
+            rows += take
+            if rows >= rows_capacity:
+                break
+        # The rows held are all that is served: the reader (endless, perhaps) is not drained.
+        reader.stop()
+        reader.join()
+        self._columns = {name: _concat(parts) for name, parts in held.items()}
+        self._rows = rows
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        import torch
+
+        if self._served:
+            raise RuntimeError("InMemBatchedDataLoader couldn't be used multiple times: give "
+                               "the number of epochs as num_epochs")
+        self._served = True
+        for epoch in range(self.num_epochs):
+            if self.shuffle:
+                generator = torch.Generator()
+                generator.manual_seed(self.seed + epoch)
+                order = torch.randperm(self._rows, generator=generator)
+            else:
+                order = torch.arange(self._rows)
+            for start in range(0, self._rows, self.batch_size):
+                index = order[start:start + self.batch_size]
+                yield {name: values[index] for name, values in self._columns.items()}
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
