@@ -2,7 +2,8 @@
 
     python scripts/build_wheel.py OUT_DIR
 
-1. `pip wheel` packs the extension `make build` compiled (pyproject's build-dir is reused).
+1. `pip wheel` packs the extension `make build` compiled: the same build tree (build/cpp) with
+   the options it was configured with, so nothing is compiled again.
 2. `auditwheel repair` names the manylinux policy the extension satisfies (the newest glibc,
    GLIBCXX and CXXABI versions it imports decide which) and copies into the wheel, under
    stoker.libs/ with hashed names, every shared library outside that policy's list — libpng and
@@ -29,11 +30,30 @@ PYARROW_LIBS = ["libarrow.so.*", "libarrow_compute.so.*", "libarrow_dataset.so.*
                 "libarrow_acero.so.*"]
 
 
+# `make build`'s tree and the options it sets there (Makefile, "build").
+BUILD_DIR = REPO / "build" / "cpp"
+BUILD_OPTIONS = ("STOKER_BUILD_TESTS", "STOKER_BUILD_BENCHMARKS", "STOKER_WARNINGS_AS_ERRORS")
+
+
+def _reuse_build() -> list[str]:
+    """pip settings that build in `make build`'s tree as it was configured (none without one:
+    a build from nothing in pyproject's build-dir)."""
+    cache = BUILD_DIR / "CMakeCache.txt"
+    if not cache.exists():
+        return []
+    settings = ["-C", f"build-dir={BUILD_DIR}"]
+    for line in cache.read_text().splitlines():
+        name, _, value = line.partition("=")
+        if name.split(":")[0] in BUILD_OPTIONS:
+            settings += ["-C", f"cmake.define.{name.split(':')[0]}={value}"]
+    return settings
+
+
 def build(out_dir: Path) -> Path:
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as raw:
         subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-build-isolation",
-                        "--no-deps", "-q", "-w", raw, str(REPO)], check=True)
+                        "--no-deps", "-q", "-w", raw, *_reuse_build(), str(REPO)], check=True)
         (wheel,) = Path(raw).glob("stoker-*.whl")
         for old in out_dir.glob("stoker-*.whl"):
             old.unlink()

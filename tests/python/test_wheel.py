@@ -31,7 +31,7 @@ print("ok", stoker.__file__, pa.__version__)
 
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    # The build reuses `make build`'s folder (pyproject's build-dir), so it only packs.
+    # The build reuses `make build`'s tree (build/cpp) as configured, so it only packs.
     out = tmp_path_factory.mktemp("wheels")
     subprocess.run([sys.executable, str(REPO / "scripts" / "build_wheel.py"), str(out)],
                    check=True, timeout=800)
