@@ -17,6 +17,7 @@ import pickle
 import shutil
 import subprocess
 import sys
+from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -367,7 +368,7 @@ def test_make_reader_arguments_map_onto_the_loader() -> None:
         row = next(reader)
         assert row._fields == ("id", "weight") and isinstance(row.weight, np.float64)
         reader.stop()
-    with pytest.raises(NotImplementedError, match="rowgroup_selector"):
+    with pytest.raises(ValueError, match="rowgroup_selector must be a row-group selector"):
         sp.make_reader(url, rowgroup_selector=object())
 
 
@@ -685,3 +686,186 @@ def test_decimal_friendly_collate_keeps_decimals_and_strings() -> None:
         {"d": Decimal("2.5"), "s": "b", "x": np.int32(2)}])
     assert batch["d"] == [Decimal("1.5"), Decimal("2.5")] and batch["s"] == ["a", "b"]
     assert torch.equal(batch["x"], torch.tensor([1, 2], dtype=torch.int32))
+
+
+def _numbered_dataset(root: Path, ids: list[int], files: int, row_group_size: int) -> list[str]:
+    """Parquet files of rows (id, value = id / 2) split evenly, ids in stored order; their
+    file URLs."""
+    root.mkdir(parents=True)
+    per_file = -(-len(ids) // files)
+    urls = []
+    for f in range(files):
+        part = ids[f * per_file:(f + 1) * per_file]
+        path = root / f"part-{f:05d}.parquet"
+        pq.write_table(pa.table({"id": pa.array(part, pa.int64()),
+                                 "value": pa.array([i / 2 for i in part], pa.float64())}),
+                       path, row_group_size=row_group_size)
+        urls.append(path.as_uri())
+    return urls
+
+
+def test_one_reader_read_from_several_threads_gives_every_row_once(tmp_path: Path) -> None:
+    import concurrent.futures
+
+    _numbered_dataset(tmp_path / "rows", list(range(3000)), files=3, row_group_size=100)
+    with sp.make_reader((tmp_path / "rows").as_uri(), workers_count=2, seed=5) as reader:
+        def drain() -> list[int]:
+            return [int(row.id) for row in reader]
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=8) as pool:
+            parts = [f.result() for f in [pool.submit(drain) for _ in range(8)]]
+    assert sorted(itertools.chain(*parts)) == list(range(3000))
+    assert sum(1 for part in parts if part) > 1  # the threads did share the reader
+
+
+def test_a_single_parquet_file_and_a_list_of_file_urls_read(tmp_path: Path) -> None:
+    urls = _numbered_dataset(tmp_path / "rows", list(range(90)), files=3, row_group_size=10)
+
+    def ids(reader: Any) -> list[int]:
+        with reader:
+            return [int(row.id) for row in reader]
+
+    assert ids(sp.make_reader(urls[1], shuffle_row_groups=False)) == list(range(30, 60))
+    assert ids(sp.make_reader(urls[2][len("file://"):], shuffle_row_groups=False)) == \
+        list(range(60, 90))
+    assert ids(sp.make_reader([urls[2], urls[0]], shuffle_row_groups=False)) == \
+        list(range(60, 90)) + list(range(30))
+    with pytest.raises(ValueError, match="named by more than one source"):
+        sp.make_reader([urls[0], urls[0]])  # Petastorm would read it twice
+    with sp.make_batch_reader(urls, batch_size=7, shuffle_row_groups=False) as reader:
+        assert np.concatenate([batch.id for batch in reader]).tolist() == list(range(90))
+    with pytest.raises(ValueError, match="same scheme and netloc"):
+        sp.make_reader([urls[0], "s3://bucket/part-00001.parquet"])
+
+
+def _expected_windows(row_groups: list[list[int]], length: int, delta: int,
+                      overlap: bool) -> list[list[int]]:
+    """Petastorm's NGram rule, written out plainly: each run of `length` consecutive ids of
+    one row group whose neighbours differ by at most `delta`; without overlap, a window must
+    start past the previous window's last id."""
+    windows = []
+    for ids in row_groups:
+        last = None
+        for start in range(len(ids) - length + 1):
+            window = ids[start:start + length]
+            if last is not None and window[0] <= last:
+                continue
+            if all(b - a <= delta for a, b in itertools.pairwise(window)):
+                windows.append(window)
+                if not overlap:
+                    last = window[-1]
+    return windows
+
+
+def test_ngram_windows_are_consecutive_rows_of_one_row_group(tmp_path: Path) -> None:
+    from stoker.petastorm.ngram import NGram
+
+    # Gaps of 1, 2 and 5 between ids, so delta_threshold=2 cuts some windows; 8-row row
+    # groups in two files, so windows must not span a row group or a file.
+    ids = list(itertools.accumulate([(1, 2, 5, 1, 1, 2)[i % 6] for i in range(160)]))
+    _numbered_dataset(tmp_path / "seq", ids, files=2, row_group_size=8)
+    groups = [ids[i:i + 8] for i in range(0, 160, 8)]
+    url = (tmp_path / "seq").as_uri()
+
+    def windows(overlap: bool = True, **kwargs: Any) -> list[list[int]]:
+        ngram = NGram({-1: ["id"], 0: ["^id$"], 1: ["id", "val.*"]}, delta_threshold=2,
+                      timestamp_field="^id$", timestamp_overlap=overlap)
+        with sp.make_reader(url, schema_fields=ngram, **kwargs) as reader:
+            out = []
+            for window in reader:
+                assert sorted(window) == [-1, 0, 1]
+                assert window[-1]._fields == ("id",) and window[1]._fields == ("id", "value")
+                assert window[1].value == window[1].id / 2
+                out.append([int(window[step].id) for step in (-1, 0, 1)])
+            return out
+
+    in_order = windows(shuffle_row_groups=False)
+    assert in_order == _expected_windows(groups, 3, 2, overlap=True)
+    assert len(in_order) > 10
+    assert windows(overlap=False, shuffle_row_groups=False) == \
+        _expected_windows(groups, 3, 2, overlap=False)
+    shuffled = windows(seed=3)
+    assert shuffled == windows(seed=3)  # deterministic
+    assert shuffled != in_order and sorted(shuffled) == in_order  # row groups reordered
+    assert windows(seed=3, workers_count=1) == shuffled
+
+
+def test_ngram_arguments_are_checked_as_petastorm_checks_them(tmp_path: Path) -> None:
+    from stoker.petastorm.ngram import NGram
+
+    fields = {0: ["id"], 1: ["id"]}
+    for bad in ({"fields": []}, {"fields": {0: "id"}}, {"delta_threshold": "abc"},
+                {"timestamp_field": 5}, {"timestamp_overlap": 2}):
+        with pytest.raises(ValueError):
+            NGram(**{"fields": fields, "delta_threshold": 1, "timestamp_field": "id", **bad})
+    assert NGram(fields, delta_threshold=Decimal("0.5"), timestamp_field="id").length == 2
+    _numbered_dataset(tmp_path / "desc", list(range(20, 0, -1)), files=1, row_group_size=10)
+    url = (tmp_path / "desc").as_uri()
+    with pytest.raises(NotImplementedError, match="sorted by its timestamp field 'id'"):
+        next(sp.make_reader(url, schema_fields=NGram(fields, 1, "id")))
+    with pytest.raises(NotImplementedError, match="make_batch_reader does not take an NGram"):
+        sp.make_batch_reader(url, schema_fields=NGram(fields, 1, "id"))
+    with pytest.raises(NotImplementedError, match="timestamp_overlap=False"):
+        sp.make_reader(url, schema_fields=NGram(fields, 1, "id", timestamp_overlap=False),
+                       shuffle_row_drop_partitions=2)
+
+
+def _indexed_dataset(root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two files of 30 rows (ids 0..59) in row groups of 10, and in _common_metadata a
+    row-group index pickled as Petastorm's build_rowgroup_index pickles it (its indexer
+    classes, by their module's name; HIGHEST_PROTOCOL): "id" and "label" (row group k's label
+    is "abc"[k % 3]), row groups numbered as Petastorm numbers its pieces."""
+    _numbered_dataset(root, list(range(60)), files=2, row_group_size=10)
+    names = ("petastorm", "petastorm.etl", "petastorm.etl.rowgroup_indexers")
+    for name in names:
+        monkeypatch.setitem(sys.modules, name, type(sys)(name))
+    indexer_class = type("SingleFieldIndexer", (), {"__module__": names[-1]})
+    sys.modules[names[-1]].SingleFieldIndexer = indexer_class  # type: ignore[attr-defined]
+    index = {}
+    for name, value_of in (("id", lambda i: np.int64(i)),
+                           ("label", lambda i: np.str_("abc"[i // 10 % 3]))):
+        indexer = indexer_class()
+        data: defaultdict[Any, set[int]] = defaultdict(set)
+        for i in range(60):
+            data[value_of(i)].add(i // 10)
+        indexer.__dict__.update(_index_name=name, _column_name=name, _index_data=data)
+        index[name] = indexer
+    schema = pq.read_schema(root / "part-00000.parquet").with_metadata(
+        {b"dataset-toolkit.rowgroups_index.v1": pickle.dumps(index, pickle.HIGHEST_PROTOCOL)})
+    pq.write_metadata(schema, root / "_common_metadata")
+
+
+def test_rowgroup_selector_reads_the_row_groups_petastorms_index_picks(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stoker.petastorm.selectors import (
+        IntersectIndexSelector,
+        SingleIndexSelector,
+        UnionIndexSelector,
+    )
+
+    _indexed_dataset(tmp_path / "indexed", monkeypatch)
+    url = (tmp_path / "indexed").as_uri()
+
+    def ids(selector: Any, **kwargs: Any) -> list[int]:
+        with sp.make_reader(url, rowgroup_selector=selector, **kwargs) as reader:
+            return sorted(int(row.id) for row in reader)
+
+    def groups(*numbers: int) -> list[int]:
+        return sorted(i for k in numbers for i in range(10 * k, 10 * k + 10))
+
+    assert ids(SingleIndexSelector("id", [5, 41])) == groups(0, 4)
+    assert ids(SingleIndexSelector("label", ["b"]), seed=4) == groups(1, 4)
+    assert ids(UnionIndexSelector([SingleIndexSelector("id", [59]),
+                                   SingleIndexSelector("label", ["a"])])) == groups(0, 3, 5)
+    assert ids(IntersectIndexSelector([SingleIndexSelector("id", range(25, 45)),
+                                       SingleIndexSelector("label", ["c", "a"])])) == \
+        groups(2, 3)
+    assert ids(SingleIndexSelector("id", [1000])) == []
+    with sp.make_batch_reader(url, rowgroup_selector=SingleIndexSelector("id", [33]),
+                              batch_size=4) as reader:
+        assert sorted(np.concatenate([b.id for b in reader]).tolist()) == groups(3)
+    with pytest.raises(ValueError, match="Some of required indexes"):
+        sp.make_reader(url, rowgroup_selector=SingleIndexSelector("missing", [1]))
+    (tmp_path / "indexed" / "_common_metadata").unlink()
+    with pytest.raises(ValueError, match="Could not find _common_metadata"):
+        sp.make_reader(url, rowgroup_selector=SingleIndexSelector("id", [1]))

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from stoker.petastorm._errors import NoDataAvailableError
-from stoker.petastorm._metadata import UNISCHEMA_KEY, find_unischema, resolve_url
+from stoker.petastorm._metadata import UNISCHEMA_KEY, find_unischema, resolve_urls
 from stoker.petastorm._pickle import UnischemaUnpickler, load_unischema
 from stoker.petastorm._reader import Reader, _make, loader_codecs, make_loader
 from stoker.petastorm._unischema import (
@@ -64,17 +64,19 @@ class TransformSpec:
         self.selected_fields = None if selected_fields is None else list(selected_fields)
 
 
-def get_schema_from_dataset_url(dataset_url: str | os.PathLike) -> Unischema:
-    """The Unischema a Petastorm dataset stores (read by the restricted unpickler)."""
-    filesystem, path, source = resolve_url(dataset_url)
-    schema = find_unischema(filesystem, path, source)
+def get_schema_from_dataset_url(dataset_url: str | os.PathLike | Sequence[str]) -> Unischema:
+    """The Unischema a Petastorm dataset stores (read by the restricted unpickler); for a
+    list of file URLs, the first file's."""
+    filesystem, path, source = resolve_urls(dataset_url)
+    schema = find_unischema(filesystem, path, path if isinstance(source, list) else source)
     if schema is None:
         raise ValueError(f"'{source}' stores no Petastorm Unischema (no "
                          f"{UNISCHEMA_KEY.decode()} in _common_metadata, _metadata or a footer)")
     return schema
 
 
-def make_reader(dataset_url: str | os.PathLike, schema_fields: Sequence[Any] | None = None,
+def make_reader(dataset_url: str | os.PathLike | Sequence[str],
+                schema_fields: Sequence[Any] | Any | None = None,
                 reader_pool_type: str = "thread", workers_count: int | None = None,
                 results_queue_size: int = 50, seed: int | None = None,
                 shuffle_rows: bool = False, shuffle_row_groups: bool = True,
@@ -93,8 +95,10 @@ def make_reader(dataset_url: str | os.PathLike, schema_fields: Sequence[Any] | N
     ``num_threads`` (None: the CPUs this process may use); ``seed`` None is seed 0 (Stoker's
     order is always reproducible); ``predicate`` is a ``pyarrow.compute`` expression (fast:
     the C++ workers, row groups pruned by statistics) or a Petastorm predicate (slow: Python,
-    per row). Further keyword arguments go to ``stoker.Loader`` (e.g. ``shuffle_window``,
-    ``transforms``). docs/petastorm.md maps every argument."""
+    per row). ``dataset_url`` may name a directory, one Parquet file or a list of file URLs;
+    ``schema_fields`` may be an ``NGram`` (stoker.petastorm.ngram, or Petastorm's), which
+    yields windows of consecutive rows. Further keyword arguments go to ``stoker.Loader``
+    (e.g. ``shuffle_window``, ``transforms``). docs/petastorm.md maps every argument."""
     return _make(dataset_url, batched=False, schema_fields=schema_fields,
                  reader_pool_type=reader_pool_type, shard_seed=shard_seed,
                  workers_count=workers_count, seed=seed, shuffle_rows=shuffle_rows,
@@ -108,7 +112,7 @@ def make_reader(dataset_url: str | os.PathLike, schema_fields: Sequence[Any] | N
                  loader_args=loader_args)
 
 
-def make_batch_reader(dataset_url_or_urls: str | os.PathLike,
+def make_batch_reader(dataset_url_or_urls: str | os.PathLike | Sequence[str],
                       schema_fields: Sequence[Any] | None = None,
                       reader_pool_type: str = "thread", workers_count: int | None = None,
                       results_queue_size: int = 50, seed: int | None = None,

@@ -9,14 +9,26 @@ import copyreg
 import decimal
 import io
 import pickle
-from collections import OrderedDict
+from collections import OrderedDict, defaultdict
 from typing import Any
 
+import numpy as np
+
+from stoker.petastorm import _rowgroup_index as r
 from stoker.petastorm import _unischema as u
 
 # Module prefixes Petastorm's own loader rewrites to "petastorm." (petastorm/etl/legacy.py):
 # datasets written before the package was renamed.
 _LEGACY_PACKAGES = ("av.experimental.deepdrive.dataset_toolkit.", "av.ml.dataset_toolkit.")
+
+
+def _numpy_scalar(dtype: np.dtype, data: Any = None) -> Any:
+    """numpy's pickled scalar, rebuilt from its dtype and bytes without numpy's own helper
+    (which takes any object for an object dtype)."""
+    if not isinstance(dtype, np.dtype) or dtype.hasobject or not isinstance(data, bytes):
+        raise RefusedGlobal(f"a numpy scalar of dtype {dtype!r} from {type(data).__name__}")
+    return np.frombuffer(data, dtype=dtype)[0]
+
 
 _ALLOWED: dict[tuple[str, str], Any] = {
     ("petastorm.unischema", "Unischema"): u.Unischema,
@@ -26,6 +38,14 @@ _ALLOWED: dict[tuple[str, str], Any] = {
     ("petastorm.codecs", "CompressedImageCodec"): u.CompressedImageCodec,
     ("petastorm.codecs", "ScalarCodec"): u.ScalarCodec,
     ("collections", "OrderedDict"): OrderedDict,
+    # A row-group index (_rowgroup_index.py): indexers holding sets of row-group numbers by
+    # value, the values numpy scalars (rebuilt from a dtype and their bytes).
+    ("petastorm.etl.rowgroup_indexers", "SingleFieldIndexer"): r.SingleFieldIndexer,
+    ("petastorm.etl.rowgroup_indexers", "FieldNotNullIndexer"): r.FieldNotNullIndexer,
+    ("collections", "defaultdict"): defaultdict,
+    ("builtins", "set"): set,
+    **{(module, "scalar"): _numpy_scalar
+       for module in ("numpy.core.multiarray", "numpy._core.multiarray")},
     # A Decimal field's numpy_dtype is the class itself (Petastorm's test schema has one).
     ("decimal", "Decimal"): decimal.Decimal,
     # Protocols 0 and 1 rebuild objects through copyreg._reconstructor(cls, base, state);
@@ -45,7 +65,7 @@ _ALLOWED: dict[tuple[str, str], Any] = {
 
 
 class RefusedGlobal(pickle.UnpicklingError):
-    """A pickle named a global that a Unischema does not hold."""
+    """A pickle named a global that a Unischema or a row-group index does not hold."""
 
 
 class UnischemaUnpickler(pickle.Unpickler):
@@ -59,20 +79,27 @@ class UnischemaUnpickler(pickle.Unpickler):
         allowed = _ALLOWED.get((module, name))
         if allowed is None:
             raise RefusedGlobal(
-                f"it refers to {module}.{name}, which a Unischema "
+                f"it refers to {module}.{name}, which a Unischema or a row-group index "
                 f"does not hold; Stoker refuses to load it (only Petastorm's Unischema, "
-                f"UnischemaField, codecs, numpy dtypes, decimal.Decimal and Spark SQL types are allowed)")
+                f"UnischemaField, codecs, row-group indexers, numpy dtypes and scalars, "
+                f"decimal.Decimal and Spark SQL types are allowed)")
         return allowed
 
 
-def load_unischema(data: bytes, where: str = "the stored Unischema") -> u.Unischema:
-    """The Unischema pickled in ``data``; ValueError naming ``where`` when it is not one."""
+def load_stored(data: bytes, where: str) -> Any:
+    """What ``data`` pickles, through the restricted unpickler; ValueError naming ``where``
+    when it is refused or unreadable."""
     try:
-        schema = UnischemaUnpickler(io.BytesIO(data)).load()
+        return UnischemaUnpickler(io.BytesIO(data)).load()
     except RefusedGlobal as error:
         raise ValueError(f"{where}: {error}") from None
     except Exception as error:  # noqa: BLE001 (a truncated or corrupt pickle: any error)
         raise ValueError(f"{where} is not a readable pickle: {error!r}") from None
+
+
+def load_unischema(data: bytes, where: str = "the stored Unischema") -> u.Unischema:
+    """The Unischema pickled in ``data``; ValueError naming ``where`` when it is not one."""
+    schema = load_stored(data, where)
     if not isinstance(schema, u.Unischema):
         raise ValueError(  # noqa: TRY004 (bad data in the dataset, not a bad argument)
             f"{where} holds a {type(schema).__name__}, not a Unischema")

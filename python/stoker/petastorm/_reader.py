@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import os
 import re
+import threading
 import warnings
 from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any, Self
@@ -20,7 +21,13 @@ import pyarrow.parquet as pq
 import stoker
 from stoker.petastorm import _convert
 from stoker.petastorm._errors import NoDataAvailableError
-from stoker.petastorm._metadata import find_unischema, resolve_url
+from stoker.petastorm._metadata import (
+    find_unischema,
+    load_rowgroup_index,
+    resolve_url,
+    resolve_urls,
+)
+from stoker.petastorm._rowgroup_index import selected_row_groups
 from stoker.petastorm._unischema import (
     CompressedImageCodec,
     CompressedNdarrayCodec,
@@ -35,6 +42,9 @@ _ROW_READER_BATCH = 256
 # Petastorm's worker pools: each is accepted, and decoding runs in Stoker's C++ workers
 # whichever is named.
 _READER_POOL_TYPES = ("thread", "process", "dummy")
+# The columns with_row_origin adds: the NGram path and rowgroup_selector read them; they are
+# not delivered.
+_ORIGIN_COLUMNS = ("_file_index", "_row_in_file")
 
 
 def loader_codecs(schema: Unischema, names: Sequence[str] | None = None) -> list[dict[str, Any]]:
@@ -57,12 +67,13 @@ def loader_codecs(schema: Unischema, names: Sequence[str] | None = None) -> list
     return codecs
 
 
-def make_loader(dataset_url: str | os.PathLike, **loader_args: Any) -> stoker.Loader:
+def make_loader(dataset_url: str | os.PathLike | Sequence[str],
+                **loader_args: Any) -> stoker.Loader:
     """A ``stoker.Loader`` over a Petastorm dataset that decodes its codecs (from the stored
     Unischema) in the C++ workers: the fast path, batches of tensors (docs/petastorm.md).
     ``loader_args`` are the Loader's; ``codecs`` defaults to the stored schema's."""
-    filesystem, path, source = resolve_url(dataset_url)
-    schema = find_unischema(filesystem, path, source)
+    filesystem, path, source = resolve_urls(dataset_url)
+    schema = find_unischema(filesystem, path, path if isinstance(source, list) else source)
     if schema is not None and loader_args.get("codecs") is None:
         loader_args["codecs"] = loader_codecs(schema, loader_args.get("columns"))
     return stoker.Loader(source, **loader_args)
@@ -122,22 +133,33 @@ def _python_decoders(schema: Unischema) -> dict[str, Callable[[Any], Any]]:
 
 class Reader:
     """What make_reader and make_batch_reader return: an iterator over namedtuples (of rows, or
-    of column batches with ``batched_output``), usable as a context manager."""
+    of column batches with ``batched_output``; of NGram windows with ``ngram``), usable as a
+    context manager. ``next()`` may be called from several threads: each item goes to one."""
 
     def __init__(self, loader: stoker.Loader, schema: Unischema, num_epochs: int | None,
                  batched: bool, row_filter: Callable[[Any], bool] | None,
-                 transform: Callable[[Any], Any] | None, transformed_schema: Unischema) -> None:
+                 transform: Callable[[Any], Any] | None, transformed_schema: Unischema,
+                 ngram: Any = None, row_groups: _RowGroups | None = None,
+                 selected_row_groups: set[int] | None = None) -> None:
         self._loader = loader
         self.schema = transformed_schema
         self.dataset_schema = schema
         self.batched_output = batched
-        self.ngram = None
+        self.ngram = ngram
+        # Which row group each row is in (NGram and rowgroup_selector only), and the row
+        # groups rowgroup_selector picked (None: every one).
+        self._row_groups = row_groups
+        self._selected_row_groups = None if selected_row_groups is None else np.array(
+            sorted(selected_row_groups), dtype=np.int64)
         self.is_batched_reader = batched
         self.num_epochs = num_epochs
         self._row_filter, self._transform = row_filter, transform
         self._decoders = _python_decoders(schema)
         self._epochs_started = 0
         self._items: Generator[Any, None, None] | None = None
+        # Held while the generator advances or closes: Petastorm's reader may be read from
+        # several threads, and a generator may not be resumed by two at once.
+        self._lock = threading.Lock()
         self.last_row_consumed = False
         self.stopped = False
 
@@ -150,17 +172,18 @@ class Reader:
         return self
 
     def __next__(self) -> Any:
-        if self.stopped:
-            raise RuntimeError("Trying to read a sample after a reader created by "
-                               "make_reader/make_batch_reader has stopped (its context manager "
-                               "exited, or stop() was called)")
-        if self._items is None:
-            self._items = self._generate()
-        try:
-            return next(self._items)
-        except StopIteration:
-            self.last_row_consumed = True
-            raise
+        with self._lock:
+            if self.stopped:
+                raise RuntimeError("Trying to read a sample after a reader created by "
+                                   "make_reader/make_batch_reader has stopped (its context "
+                                   "manager exited, or stop() was called)")
+            if self._items is None:
+                self._items = self._generate()
+            try:
+                return next(self._items)
+            except StopIteration:
+                self.last_row_consumed = True
+                raise
 
     def _generate(self) -> Generator[Any, None, None]:
         while not self.stopped and (self.num_epochs is None
@@ -168,17 +191,37 @@ class Reader:
             self._epochs_started += 1
             epoch = iter(self._loader)
             try:
-                for batch in epoch:
+                batches = self._selected(epoch)
+                if self.ngram is not None:
+                    yield from self._windows(batches)
+                    continue
+                for batch in batches:
                     if self.stopped:
                         return
                     yield from (self._batch(batch) if self.batched_output else self._rows(batch))
             finally:
                 epoch.close()
 
-    def _rows(self, batch: pa.RecordBatch) -> Iterator[Any]:
-        getters = [_convert.row_getter(batch.column(i)) for i in range(batch.num_columns)]
-        names = batch.schema.names
-        row_type = self.schema.namedtuple_type()
+    def _selected(self, epoch: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        """The epoch's batches, only the rows of the row groups rowgroup_selector picked
+        (all of them without one); the row-origin columns kept for the NGram path only."""
+        for batch in epoch:
+            if self._selected_row_groups is not None:
+                assert self._row_groups is not None
+                keys, _ = self._row_groups.locate(batch)
+                batch = batch.filter(pa.array(np.isin(keys, self._selected_row_groups)))
+                if batch.num_rows == 0:
+                    continue
+            if self.ngram is None and batch.schema.get_field_index(_ORIGIN_COLUMNS[0]) >= 0:
+                batch = batch.select([n for n in batch.schema.names
+                                      if n not in _ORIGIN_COLUMNS])
+            yield batch
+
+    def _row_dicts(self, batch: pa.RecordBatch) -> Iterator[tuple[int, dict[str, Any]]]:
+        """(index in the batch, row) for each row the predicate keeps: its fields decoded and
+        transformed, the loader's row-origin columns left out."""
+        names = [n for n in batch.schema.names if n not in _ORIGIN_COLUMNS]
+        getters = [_convert.row_getter(batch.column(n)) for n in names]
         decoders = [(name, self._decoders[name]) for name in names if name in self._decoders]
         for i in range(batch.num_rows):
             row = {name: get(i) for name, get in zip(names, getters)}
@@ -189,7 +232,38 @@ class Reader:
                 continue
             if self._transform is not None:
                 row = self._transform(row)
+            yield i, row
+
+    def _rows(self, batch: pa.RecordBatch) -> Iterator[Any]:
+        row_type = self.schema.namedtuple_type()
+        for _, row in self._row_dicts(batch):
             yield row_type(**{name: row[name] for name in self.schema.fields})
+
+    def _windows(self, epoch: Iterator[pa.RecordBatch]) -> Iterator[dict[int, Any]]:
+        """The NGram windows of an epoch: the rows of each row group (which the loader delivers
+        together, make_reader's NGram path) put back in stored order, then windowed."""
+        assert self._row_groups is not None
+        group: list[tuple[int, dict[str, Any]]] = []  # (row in file, row) of one row group
+        key, seen = None, set()
+        for batch in epoch:
+            if self.stopped:
+                return
+            keys, origins = self._row_groups.locate(batch)
+            for i, row in self._row_dicts(batch):
+                if keys[i] != key:
+                    yield from self._form(group)
+                    if keys[i] in seen:
+                        raise RuntimeError(f"NGram: the rows of row group {keys[i]} did not "
+                                           f"arrive together (shuffle_window is set by NGram)")
+                    group, key = [], keys[i]
+                    seen.add(key)
+                group.append((int(origins[i]), row))
+        yield from self._form(group)
+
+    def _form(self, group: list[tuple[int, dict[str, Any]]]) -> Iterator[dict[int, Any]]:
+        group.sort(key=lambda origin_and_row: origin_and_row[0])
+        for window in self.ngram.form_ngram(data=[row for _, row in group], schema=self.schema):
+            yield self.ngram.make_namedtuple(self.schema, window)
 
     def _batch(self, batch: pa.RecordBatch) -> Iterator[Any]:
         columns = {name: _decode_column(_convert.column_values(batch.column(i)),
@@ -215,10 +289,12 @@ class Reader:
         self._epochs_started, self._items, self.last_row_consumed = 0, None, False
 
     def stop(self) -> None:
-        """Stops reading: the loader's workers stop when the current epoch is closed."""
+        """Stops reading: the loader's workers stop when the current epoch is closed (after
+        a ``next()`` under way in another thread returns)."""
         self.stopped = True
-        if self._items is not None:
-            self._items.close()
+        with self._lock:
+            if self._items is not None:
+                self._items.close()
 
     def join(self) -> None:
         """Waits for the workers to finish (they are joined when the epoch closes)."""
@@ -234,6 +310,35 @@ class Reader:
     def __exit__(self, *exc: object) -> None:
         self.stop()
         self.join()
+
+
+class _RowGroups:
+    """Which row group each row of a ``with_row_origin`` batch belongs to, from the row
+    counts in the files' footers (read once, one request per file)."""
+
+    def __init__(self, files: Sequence[str]) -> None:
+        self._starts = []  # per file: the first row (in the file) of each row group
+        self._first_key = []  # per file: the dataset-wide number of its first row group
+        key = 0
+        for file in files:
+            filesystem, path, _ = resolve_url(file)
+            with filesystem.open_input_file(path) as f:
+                metadata = pq.ParquetFile(f).metadata
+            counts = [metadata.row_group(i).num_rows for i in range(metadata.num_row_groups)]
+            self._starts.append(np.cumsum([0, *counts[:-1]], dtype=np.int64))
+            self._first_key.append(key)
+            key += len(counts)
+
+    def locate(self, batch: pa.RecordBatch) -> tuple[np.ndarray, np.ndarray]:
+        """(each row's dataset-wide row-group number, its row in its file)."""
+        files = batch.column("_file_index").to_numpy()
+        rows = batch.column("_row_in_file").to_numpy()
+        keys = np.empty(len(rows), dtype=np.int64)
+        for file in np.unique(files):
+            mine = files == file
+            keys[mine] = self._first_key[file] + np.searchsorted(
+                self._starts[file], rows[mine], side="right") - 1
+        return keys, rows
 
 
 def _decode_column(values: np.ndarray, decode: Callable[[Any], Any] | None) -> np.ndarray:
@@ -287,7 +392,7 @@ def _check_arguments(dataset_url: Any, reader_pool_type: Any, num_epochs: Any,
                       "It has no effect: shards follow the seed", UserWarning, stacklevel=4)
 
 
-def _make(dataset_url: Any, *, batched: bool, schema_fields: Sequence[Any] | None,
+def _make(dataset_url: Any, *, batched: bool, schema_fields: Sequence[Any] | Any | None,
           reader_pool_type: str, shard_seed: int | None,
           workers_count: int | None, seed: int | None, shuffle_rows: bool,
           shuffle_row_groups: bool, shuffle_row_drop_partitions: int, predicate: Any,
@@ -298,27 +403,36 @@ def _make(dataset_url: Any, *, batched: bool, schema_fields: Sequence[Any] | Non
           loader_args: dict[str, Any]) -> Reader:
     _check_arguments(dataset_url, reader_pool_type, num_epochs, cur_shard, shard_count,
                      shard_seed)
-    if isinstance(dataset_url, (list, tuple)):
-        raise NotImplementedError("a list of dataset URLs: pass the dataset's directory, or use "
-                                  "stoker.Loader with a list of files")
-    if rowgroup_selector is not None:
-        raise NotImplementedError("rowgroup_selector (Petastorm's row group indexes): use a "
-                                  "predicate given as a pyarrow.compute expression instead, "
-                                  "which prunes row groups by their statistics")
-    if shuffle_row_drop_partitions != 1:
+    ngram: Any = schema_fields if _is_ngram(schema_fields) else None  # Stoker's or Petastorm's
+    if shuffle_row_drop_partitions != 1 and ngram is None:
         raise NotImplementedError("shuffle_row_drop_partitions: Stoker shuffles rows across a "
                                   "window of row groups (shuffle_window) instead")
     if filesystem is not None:
         raise NotImplementedError("filesystem: pass storage_options (docs/storage.md)")
-    fs, path, source = resolve_url(dataset_url)
+    fs, path, source = resolve_urls(dataset_url)
     # Petastorm reads a directory's key=value subdirectories (Spark's partitionBy) as columns,
     # as pyarrow's dataset discovery does; so does the Loader with partitioning="hive".
     if "partitioning" not in loader_args and fs.get_file_info(path).type == pafs.FileType.Directory:
         loader_args["partitioning"] = "hive"
-    schema = find_unischema(fs, path, source)
+    schema = find_unischema(fs, path, path if isinstance(source, list) else source)
     if schema is None:
         schema = _schema_from_arrow(source, storage_options, loader_args.get("partitioning"))
-    if schema_fields:  # None or empty: every field, as Petastorm
+    by_row_group = [name for name, given in (("an NGram", ngram is not None),
+                                             ("rowgroup_selector", rowgroup_selector is not None))
+                    if given]
+    if by_row_group and (isinstance(predicate, pc.Expression) or filters is not None):
+        raise NotImplementedError(f"{' and '.join(by_row_group)} with a pyarrow.compute "
+                                  f"predicate or filters: each row's row group is known from "
+                                  f"its place in its file, which a filtered row group no longer "
+                                  f"knows; give a Petastorm predicate (in_lambda, ...) instead")
+    selected = None
+    if rowgroup_selector is not None:
+        selected = selected_row_groups(rowgroup_selector, lambda: load_rowgroup_index(fs, path))
+    if ngram is not None:
+        _check_ngram(ngram, batched, shuffle_row_drop_partitions, loader_args)
+        ngram.resolve_regex_field_names(schema)
+        schema = _ngram_schema(schema, ngram)
+    elif schema_fields:  # None or empty: every field, as Petastorm
         schema = schema.create_schema_view(_field_list(schema, schema_fields))
     names = list(schema.fields)
 
@@ -350,6 +464,13 @@ def _make(dataset_url: Any, *, batched: bool, schema_fields: Sequence[Any] | Non
             raise TypeError(f"{name} is set from Petastorm's arguments; give those instead")
     if batch_size is None:
         batch_size = _ROW_READER_BATCH
+    if ngram is not None:
+        # Each row group's rows arrive together (a shuffle window is whole row groups, so one
+        # row group per window), their origin telling the row group and putting them back in
+        # stored order: shuffling moves row groups, never rows within a window.
+        loader_args.update(with_row_origin=True, shuffle_window=1)
+    if selected is not None:
+        loader_args["with_row_origin"] = True
     loader = stoker.Loader(
         source, columns=names, batch_size=batch_size,
         shuffle=bool(shuffle_row_groups or shuffle_rows), seed=0 if seed is None else seed,
@@ -366,10 +487,46 @@ def _make(dataset_url: Any, *, batched: bool, schema_fields: Sequence[Any] | Non
             raise NoDataAvailableError(
                 f"Number of row-groups in the dataset ({row_groups}) must be greater or equal "
                 f"to the number of requested shards ({shard_count}), as Petastorm requires")
-    return Reader(loader, schema, num_epochs, batched, row_filter, transform, output_schema)
+    row_groups = None
+    if ngram is not None or selected is not None:
+        row_groups = _RowGroups(loader.files)
+    return Reader(loader, schema, num_epochs, batched, row_filter, transform, output_schema,
+                  ngram, row_groups, selected)
 
 
-def _schema_from_arrow(source: str, storage_options: Any, partitioning: Any) -> Unischema:
+def _is_ngram(schema_fields: Any) -> bool:
+    """Whether schema_fields is an NGram: Stoker's or Petastorm's (both have these)."""
+    return all(hasattr(schema_fields, name) for name in (
+        "form_ngram", "make_namedtuple", "resolve_regex_field_names", "timestamp_overlap"))
+
+
+def _ngram_schema(schema: Unischema, ngram: Any) -> Unischema:
+    """The fields of every step of ``ngram`` (resolved), in alphabetical order, which each
+    step's namedtuple keeps. Petastorm's order there is a set's (it varies from process to
+    process unless its legacy alphabetical order is chosen, as its tests do)."""
+    wanted = sorted({field.name for field in ngram.get_field_names_at_all_timesteps()})
+    unknown = [name for name in wanted if name not in schema.fields]
+    if unknown:
+        raise ValueError(f"NGram field(s) {unknown} are not in the schema {schema.name!r}")
+    return schema.create_schema_view([schema.fields[name] for name in wanted])
+
+
+def _check_ngram(ngram: Any, batched: bool, shuffle_row_drop_partitions: int,
+                 loader_args: dict[str, Any]) -> None:
+    if batched:
+        raise NotImplementedError("make_batch_reader does not take an NGram (nor does "
+                                  "Petastorm's): use make_reader")
+    if not ngram.timestamp_overlap and shuffle_row_drop_partitions > 1:
+        # Petastorm's NotImplementedError.
+        raise NotImplementedError("Using timestamp_overlap=False is not implemented with "
+                                  "shuffle_options.shuffle_row_drop_partitions > 1")
+    for name in ("with_row_origin", "shuffle_window"):
+        if name in loader_args:
+            raise TypeError(f"{name} is set by the NGram path; leave it out")
+
+
+def _schema_from_arrow(source: str | list[str], storage_options: Any,
+                       partitioning: Any) -> Unischema:
     """A Unischema of a plain Parquet dataset's columns (scalars, and lists as shape (None,)),
     its partition keys included."""
     probe = stoker.Loader(source, batch_size=1, output="arrow", storage_options=storage_options,
