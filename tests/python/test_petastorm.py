@@ -17,6 +17,7 @@ import pickle
 import shutil
 import subprocess
 import sys
+import warnings
 from collections import defaultdict
 from decimal import Decimal
 from pathlib import Path
@@ -532,7 +533,8 @@ def test_a_second_pass_over_a_torch_loader_reads_the_next_epoch() -> None:
     # A pass while another is being read is an error, as Petastorm's loaders say.
     running = iter(loader)
     next(running)
-    with pytest.raises(RuntimeError, match="last time iteration hasn't finished"):
+    with pytest.raises(RuntimeError, match="You must finish a full pass of Petastorm DataLoader "
+                                           "before making another pass from the beginning"):
         next(iter(loader))
 
 
@@ -730,8 +732,12 @@ def test_a_single_parquet_file_and_a_list_of_file_urls_read(tmp_path: Path) -> N
         list(range(60, 90))
     assert ids(sp.make_reader([urls[2], urls[0]], shuffle_row_groups=False)) == \
         list(range(60, 90)) + list(range(30))
-    with pytest.raises(ValueError, match="named by more than one source"):
-        sp.make_reader([urls[0], urls[0]])  # Petastorm would read it twice
+    # A file named twice is read twice, as Petastorm reads it.
+    assert ids(sp.make_reader([urls[0], urls[1], urls[0]], shuffle_row_groups=False)) == \
+        list(range(60)) + list(range(30))
+    with sp.make_batch_reader([urls[2], urls[2]], batch_size=7) as reader:
+        assert sorted(np.concatenate([batch.id for batch in reader]).tolist()) == \
+            sorted(list(range(60, 90)) * 2)
     with sp.make_batch_reader(urls, batch_size=7, shuffle_row_groups=False) as reader:
         assert np.concatenate([batch.id for batch in reader]).tolist() == list(range(90))
     with pytest.raises(ValueError, match="same scheme and netloc"):
@@ -869,3 +875,186 @@ def test_rowgroup_selector_reads_the_row_groups_petastorms_index_picks(
     (tmp_path / "indexed" / "_common_metadata").unlink()
     with pytest.raises(ValueError, match="Could not find _common_metadata"):
         sp.make_reader(url, rowgroup_selector=SingleIndexSelector("id", [1]))
+
+
+# --- the torch loaders' shuffling queue, list columns, the cache, Python predicates -----------
+
+
+def _consecutive(ids: list[int]) -> int:
+    return int(np.sum(np.diff(ids) == 1))
+
+
+def test_shuffling_queue_capacity_shuffles_rows_reproducibly(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    _numbered_dataset(tmp_path / "rows", list(range(300)), files=1, row_group_size=300)
+    url = (tmp_path / "rows").as_uri()
+
+    def read(kind: Any, capacity: int, seed: int = 3) -> list[int]:
+        reader = sp.make_reader(url, schema_fields=["id"], shuffle_row_groups=False, seed=seed)
+        with kind(reader, batch_size=4, shuffling_queue_capacity=capacity) as loader:
+            return torch.cat([b["id"] for b in loader]).tolist()
+
+    for kind in (sp_torch.DataLoader, sp_torch.BatchedDataLoader):
+        assert read(kind, 0) == list(range(300))  # no queue: the reader's order
+        shuffled = read(kind, 51)
+        assert sorted(shuffled) == list(range(300))
+        assert _consecutive(shuffled) < 30
+        assert read(kind, 51) == shuffled  # the same seed, the same order
+        assert read(kind, 51, seed=4) != shuffled
+        # Each row leaves the queue at most capacity - 1 + batch_size places early.
+        assert all(position >= row - 54 for position, row in enumerate(shuffled))
+
+
+def test_batch_reader_stacks_list_columns_whose_rows_have_one_length(tmp_path: Path) -> None:
+    torch = pytest.importorskip("torch")
+    root = tmp_path / "lists"
+    root.mkdir()
+    pq.write_table(pa.table({
+        "id": pa.array(range(10), pa.int32()),
+        "fixed": pa.array([list(range(i, i + 9)) for i in range(10)], pa.list_(pa.int32())),
+        "ragged": pa.array([list(range(i % 3)) for i in range(10)], pa.list_(pa.int64())),
+    }), root / "part-0.parquet")
+    with sp.make_batch_reader(root.as_uri(), shuffle_row_groups=False) as reader:
+        (batch,) = list(reader)
+    assert batch.fixed.shape == (10, 9) and batch.fixed.dtype == np.int32
+    assert batch.fixed[4].tolist() == list(range(4, 13))
+    assert batch.ragged.dtype == object and batch.ragged[2].tolist() == [0, 1]
+    with sp_torch.BatchedDataLoader(sp.make_batch_reader(root.as_uri(),
+                                                         schema_fields=["id", "fixed"]),
+                                    batch_size=3) as loader:
+        batches = list(loader)
+    assert [b["fixed"].shape for b in batches] == [(3, 9)] * 3 + [(1, 9)]
+    with sp_torch.InMemBatchedDataLoader(sp.make_batch_reader(root.as_uri(),
+                                                              schema_fields=["id", "fixed"]),
+                                         batch_size=3, rows_capacity=100) as loader:
+        rows = torch.cat([b["fixed"] for b in loader])
+    assert rows.shape == (10, 9) and sorted(rows[:, 0].tolist()) == list(range(10))
+
+
+def test_cleanup_cache_removes_the_local_disk_caches_files(tmp_path: Path,
+                                                           capsys: pytest.CaptureFixture) -> None:
+    url = (FIXTURE / "dataset").as_uri()
+    cache = tmp_path / "cache"
+    with sp.make_reader(url, schema_fields=["id", "matrix"], cache_type="local-disk",
+                        cache_location=str(cache), cache_size_limit=10**9) as reader:
+        assert len(list(reader)) == 40
+        assert list(cache.glob("??/??/*.stkc"))
+    assert not cache.exists()  # the reader's with block ended: as Petastorm's, it cleans up
+    # Called by hand; a file the cache did not write is kept, and so is its directory.
+    reader = sp.make_reader(url, schema_fields=["id"], cache_type="local-disk",
+                            cache_location=str(cache), cache_size_limit=10**9)
+    next(reader)
+    (cache / "notes.txt").write_text("mine")
+    reader.cleanup_cache()
+    assert "Cache cleanup complete." in capsys.readouterr().out
+    assert sorted(p.name for p in cache.iterdir()) == ["notes.txt"]
+    reader.stop()
+    with sp.make_reader(url, schema_fields=["id"]) as reader:  # no cache: nothing to remove
+        reader.cleanup_cache()
+    assert "Cache cleanup complete." in capsys.readouterr().out
+
+
+class _FieldsPredicate:
+    def __init__(self, fields: list[str]) -> None:
+        self.fields = fields
+
+    def get_fields(self):
+        return set(self.fields)
+
+    def do_include(self, values):
+        return True
+
+
+def test_a_python_predicate_over_missing_fields_fails_at_next_as_petastorms(
+        tmp_path: Path) -> None:
+    url = (FIXTURE / "dataset").as_uri()
+    for fields, message in ((["nope"], "not among the fields read"),
+                            ([], "At least one field name"),
+                            (["nope", "id"], "not among the fields read")):
+        for make in (sp.make_reader, sp.make_batch_reader):
+            with pytest.warns(UserWarning, match="slow path"):
+                reader = make(url, schema_fields=["id"], predicate=_FieldsPredicate(fields))
+            with reader, pytest.raises(ValueError, match=message):
+                next(reader)
+
+
+class _VectorizedEquals:
+    """A predicate written for Petastorm's make_batch_reader: do_include takes a DataFrame."""
+
+    def get_fields(self):
+        return {"id", "value"}
+
+    def do_include(self, frame):
+        return (frame["id"] % 7 == 0) & (frame["value"] < 30)
+
+
+def test_batch_reader_gives_a_python_predicate_the_batch_as_a_dataframe(tmp_path: Path) -> None:
+    _numbered_dataset(tmp_path / "rows", list(range(100)), files=2, row_group_size=20)
+    url = (tmp_path / "rows").as_uri()
+    with pytest.warns(UserWarning, match="slow path"):
+        reader = sp.make_batch_reader(url, predicate=_VectorizedEquals(), batch_size=16)
+    with reader:
+        ids = sorted(np.concatenate([b.id for b in reader]).tolist())
+    assert ids == [0, 7, 14, 21, 28, 35, 42, 49, 56]
+    # A per-row predicate (a set lookup cannot take a column) is called per row instead.
+    with pytest.warns(UserWarning, match="slow path"):
+        reader = sp.make_batch_reader(url, predicate=_InSetOfIds({3, 50}))
+    with reader:
+        assert sorted(np.concatenate([b.id for b in reader]).tolist()) == [3, 50]
+
+
+class _InSetOfIds:
+    def __init__(self, ids: set[int]) -> None:
+        self.ids = ids
+
+    def get_fields(self):
+        return {"id"}
+
+    def do_include(self, values):
+        return values["id"] in self.ids
+
+
+class _PartitionIn:
+    def __init__(self, keys: set[str]) -> None:
+        self.keys = keys
+
+    def get_fields(self):
+        return {"partition_key"}
+
+    def do_include(self, values):
+        return values["partition_key"] in self.keys
+
+
+def test_a_predicate_on_the_partition_key_that_keeps_nothing_warns(tmp_path: Path) -> None:
+    _partitioned_dataset_with_decimals(tmp_path / "dataset")
+    url = (tmp_path / "dataset").as_uri()
+    with pytest.warns(UserWarning, match="No matching data is available for loading"):
+        reader = sp.make_reader(url, predicate=_PartitionIn({"p_9"}))
+    with reader:
+        assert list(reader) == []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        reader = sp.make_reader(url, predicate=_PartitionIn({"p_1"}))
+    assert not [w for w in caught if "No matching data" in str(w.message)]
+    with reader:
+        rows = list(reader)
+    assert sorted(int(r.id) for r in rows) == [i for i in range(30) if i % 3 == 1]
+    assert all(type(r.partition_key) is np.str_ for r in rows)  # as Petastorm's decode_row
+
+
+def test_make_reader_takes_convert_early_to_numpy_and_leaves_out_struct_columns(
+        tmp_path: Path) -> None:
+    root = tmp_path / "structs"
+    root.mkdir()
+    pq.write_table(pa.table({
+        "id": pa.array(range(4), pa.int64()),
+        "nested": pa.array([{"x": i} for i in range(4)], pa.struct([("x", pa.int64())])),
+    }), root / "part-0.parquet")
+    with pytest.warns(UserWarning, match="'nested' has an unsupported type"):
+        reader = sp.make_batch_reader(root.as_uri(), shuffle_row_groups=False)
+    with reader:
+        (batch,) = list(reader)
+    assert batch._fields == ("id",) and batch.id.tolist() == [0, 1, 2, 3]
+    with sp.make_reader((FIXTURE / "dataset").as_uri(), schema_fields=["id"],
+                        convert_early_to_numpy=True) as reader:
+        assert len(list(reader)) == 40

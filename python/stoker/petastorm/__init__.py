@@ -89,7 +89,8 @@ def make_reader(dataset_url: str | os.PathLike | Sequence[str],
                 cache_extra_settings: dict | None = None, hdfs_driver: str = "libhdfs3",
                 transform_spec: TransformSpec | None = None, filters: Any = None,
                 storage_options: dict | None = None, zmq_copy_buffers: bool = True,
-                filesystem: Any = None, **loader_args: Any) -> Reader:
+                filesystem: Any = None, convert_early_to_numpy: bool = False,
+                **loader_args: Any) -> Reader:
     """Petastorm's make_reader: yields one namedtuple per row, its fields decoded (numpy
     arrays of the Unischema's shapes, numpy scalars, str). ``workers_count`` is Stoker's
     ``num_threads`` (None: the CPUs this process may use); ``seed`` None is seed 0 (Stoker's

@@ -51,7 +51,17 @@ def column_values(array: pa.Array) -> Any:
     out = np.empty(len(array), dtype=object)
     for i in range(len(array)):
         out[i] = get(i)
-    return out
+    return stack_rows(out)
+
+
+def stack_rows(values: np.ndarray) -> np.ndarray:
+    """An object array of per-row arrays as one array of shape (rows, *shape) when every row
+    is an array of one shape (Petastorm's batch reader stacks list columns so); else as it is."""
+    if (values.dtype == object and len(values)
+            and all(isinstance(v, np.ndarray) for v in values)
+            and len({(v.shape, v.dtype) for v in values}) == 1):
+        return np.stack(list(values))
+    return values
 
 
 def _all_fixed(kind: pa.DataType) -> bool:

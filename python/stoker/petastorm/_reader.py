@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 
 import stoker
 from stoker.petastorm import _convert
+from stoker.petastorm._cache import LocalDiskCache, NullCache
 from stoker.petastorm._errors import NoDataAvailableError
 from stoker.petastorm._metadata import (
     find_unischema,
@@ -27,6 +28,7 @@ from stoker.petastorm._metadata import (
     resolve_url,
     resolve_urls,
 )
+from stoker.petastorm._predicate import PythonPredicate
 from stoker.petastorm._rowgroup_index import selected_row_groups
 from stoker.petastorm._unischema import (
     CompressedImageCodec,
@@ -117,16 +119,16 @@ def _load_npz(value: bytes) -> np.ndarray:
 
 def _python_decoders(schema: Unischema) -> dict[str, Callable[[Any], Any]]:
     """What the reader applies to each value of a field in Python, by field name: arrays of
-    strings or bytes decoded, numeric scalars cast to the Unischema's dtype (a Spark ShortType
-    column declared np.int32 is delivered as int32, as Petastorm delivers it). None stays
-    None."""
+    strings or bytes decoded, numeric and string scalars cast to the Unischema's dtype (a Spark
+    ShortType column declared np.int32 is delivered as int32, a partition key declared np.str_
+    as np.str_, as Petastorm's decode_row casts them). None stays None."""
     decoders: dict[str, Callable[[Any], Any]] = {}
     for field in schema.fields.values():
         load = _text_array_loader(field)
         if load is not None:
             decoders[field.name] = load
         elif (field.shape == () and isinstance(field.numpy_dtype, type)
-              and issubclass(field.numpy_dtype, (np.number, np.bool_))):
+              and issubclass(field.numpy_dtype, (np.number, np.bool_, np.str_, np.bytes_))):
             decoders[field.name] = field.numpy_dtype
     return decoders
 
@@ -137,11 +139,18 @@ class Reader:
     context manager. ``next()`` may be called from several threads: each item goes to one."""
 
     def __init__(self, loader: stoker.Loader, schema: Unischema, num_epochs: int | None,
-                 batched: bool, row_filter: Callable[[Any], bool] | None,
+                 batched: bool, row_filter: PythonPredicate | None,
                  transform: Callable[[Any], Any] | None, transformed_schema: Unischema,
                  ngram: Any = None, row_groups: _RowGroups | None = None,
-                 selected_row_groups: set[int] | None = None) -> None:
+                 selected_row_groups: set[int] | None = None, seed: int = 0,
+                 cache: LocalDiskCache | NullCache | None = None,
+                 more_loaders: Sequence[stoker.Loader] = ()) -> None:
         self._loader = loader
+        # Read one after the other each epoch: the files a URL list names again (see _rounds).
+        self._loaders = [loader, *more_loaders]
+        self.seed = seed  # the shuffle's; the torch loaders' shuffling queues draw from it too
+        # What cleanup_cache() (and leaving the reader's with block) removes.
+        self.cache = cache if cache is not None else NullCache()
         self.schema = transformed_schema
         self.dataset_schema = schema
         self.batched_output = batched
@@ -165,7 +174,8 @@ class Reader:
 
     @property
     def loader(self) -> stoker.Loader:
-        """The stoker.Loader doing the work (stats(), state_dict(), ...)."""
+        """The stoker.Loader doing the work (stats(), state_dict(), ...); for a URL list naming
+        a file again, the one reading every file's first time."""
         return self._loader
 
     def __iter__(self) -> Reader:
@@ -177,6 +187,8 @@ class Reader:
                 raise RuntimeError("Trying to read a sample after a reader created by "
                                    "make_reader/make_batch_reader has stopped (its context "
                                    "manager exited, or stop() was called)")
+            if self._row_filter is not None and self._row_filter.error is not None:
+                raise self._row_filter.error
             if self._items is None:
                 self._items = self._generate()
             try:
@@ -189,18 +201,20 @@ class Reader:
         while not self.stopped and (self.num_epochs is None
                                     or self._epochs_started < self.num_epochs):
             self._epochs_started += 1
-            epoch = iter(self._loader)
-            try:
-                batches = self._selected(epoch)
-                if self.ngram is not None:
-                    yield from self._windows(batches)
-                    continue
-                for batch in batches:
-                    if self.stopped:
-                        return
-                    yield from (self._batch(batch) if self.batched_output else self._rows(batch))
-            finally:
-                epoch.close()
+            for loader in self._loaders:
+                epoch = iter(loader)
+                try:
+                    batches = self._selected(epoch)
+                    if self.ngram is not None:
+                        yield from self._windows(batches)
+                        continue
+                    for batch in batches:
+                        if self.stopped:
+                            return
+                        yield from (self._batch(batch) if self.batched_output
+                                    else self._rows(batch))
+                finally:
+                    epoch.close()
 
     def _selected(self, epoch: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         """The epoch's batches, only the rows of the row groups rowgroup_selector picked
@@ -228,7 +242,7 @@ class Reader:
             for name, decode in decoders:
                 if row[name] is not None:
                     row[name] = decode(row[name])
-            if self._row_filter is not None and not self._row_filter(row):
+            if self._row_filter is not None and not self._row_filter.includes_row(row):
                 continue
             if self._transform is not None:
                 row = self._transform(row)
@@ -270,16 +284,14 @@ class Reader:
                                         self._decoders.get(name))
                    for i, name in enumerate(batch.schema.names)}
         if self._row_filter is not None:
-            rows = len(batch)
-            keep = np.array([self._row_filter({n: c[i] for n, c in columns.items()})
-                             for i in range(rows)], dtype=bool)
+            keep = self._row_filter.mask(columns, len(batch))
             columns = {n: c[keep] for n, c in columns.items()}
         if self._transform is not None:
             import pandas as pd
 
             frame = self._transform(pd.DataFrame({n: list(c) if c.ndim > 1 else c
                                                   for n, c in columns.items()}))
-            columns = {n: _stack(frame[n].to_numpy()) for n in frame.columns}
+            columns = {n: _convert.stack_rows(frame[n].to_numpy()) for n in frame.columns}
         yield self.schema.namedtuple_type()(**{n: columns[n] for n in self.schema.fields})
 
     def reset(self) -> None:
@@ -300,6 +312,21 @@ class Reader:
         """Waits for the workers to finish (they are joined when the epoch closes)."""
         self.stop()
 
+    def cleanup_cache(self) -> None:
+        """Removes the local-disk cache's files (nothing without one), saying so on stdout as
+        Petastorm does; an error removing them is printed, not raised."""
+        error = self._remove_cache()
+        if error is not None:
+            print(f"Error cleaning cache: {error}")
+        print("Cache cleanup complete.")
+
+    def _remove_cache(self) -> Exception | None:
+        try:
+            self.cache.cleanup()
+        except (OSError, AttributeError) as error:  # Petastorm's: reported, never raised
+            return error
+        return None
+
     @property
     def diagnostics(self) -> dict[str, Any]:
         return self._loader.stats()
@@ -308,8 +335,13 @@ class Reader:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        """Stops the reader and removes its local-disk cache, as Petastorm's reader does when
+        its with block ends."""
         self.stop()
         self.join()
+        error = self._remove_cache()
+        if error is not None:
+            warnings.warn(f"Error cleaning cache: {error}", stacklevel=2)
 
 
 class _RowGroups:
@@ -352,15 +384,7 @@ def _decode_column(values: np.ndarray, decode: Callable[[Any], Any] | None) -> n
     out = np.empty(len(values), dtype=object)
     for i, value in enumerate(values):  # one by one: a list of equal arrays would broadcast
         out[i] = None if value is None else decode(value)
-    return _stack(out)
-
-
-def _stack(values: Any) -> Any:
-    if values.dtype == object and len(values) and all(isinstance(v, np.ndarray) for v in values):
-        shapes = {v.shape for v in values}
-        if len(shapes) == 1:
-            return np.stack(list(values))
-    return values
+    return _convert.stack_rows(out)
 
 
 def _check_arguments(dataset_url: Any, reader_pool_type: Any, num_epochs: Any,
@@ -441,7 +465,7 @@ def _make(dataset_url: Any, *, batched: bool, schema_fields: Sequence[Any] | Any
     if isinstance(predicate, pc.Expression):
         filter_expression = predicate
     elif predicate is not None:
-        row_filter = _predicate_function(predicate, names)
+        row_filter = PythonPredicate(predicate, names)
     if filters is not None:
         expression = pq.filters_to_expression(filters)
         filter_expression = expression if filter_expression is None else (
@@ -454,10 +478,13 @@ def _make(dataset_url: Any, *, batched: bool, schema_fields: Sequence[Any] | Any
         output_schema = _transformed_schema(schema, transform_spec)
 
     cache_dir = None
+    cache: LocalDiskCache | NullCache = NullCache()
     if cache_type not in (None, "null"):
         if cache_type != "local-disk":
             raise ValueError(f"Unknown cache_type: {cache_type}")
         cache_dir = cache_location
+        if cache_location is not None:
+            cache = LocalDiskCache(cache_location)
     for name in ("num_threads", "shuffle", "seed", "rank", "world_size", "columns", "codecs",
                  "filter", "output", "batch_size"):
         if name in loader_args:
@@ -471,27 +498,62 @@ def _make(dataset_url: Any, *, batched: bool, schema_fields: Sequence[Any] | Any
         loader_args.update(with_row_origin=True, shuffle_window=1)
     if selected is not None:
         loader_args["with_row_origin"] = True
-    loader = stoker.Loader(
-        source, columns=names, batch_size=batch_size,
+    # A URL list naming a file again is read as Petastorm reads it, every time it is named: the
+    # Loader reads a file once, so each repetition is another Loader (not with an NGram or a
+    # rowgroup_selector, whose row-group numbers are one Loader's).
+    sources: list[str | list[str]] = [source]
+    if isinstance(source, list) and ngram is None and selected is None:
+        sources = list(_rounds(source))
+    loaders = [stoker.Loader(
+        files, columns=names, batch_size=batch_size,
         shuffle=bool(shuffle_row_groups or shuffle_rows), seed=0 if seed is None else seed,
         num_threads=workers_count, rank=cur_shard or 0, world_size=shard_count or 1,
         mode="eval", output="arrow", codecs=loader_codecs(schema, names),
         filter=filter_expression, cache_dir=cache_dir,
         cache_limit_bytes=cache_size_limit or 0, storage_options=storage_options,
-        **loader_args)
+        **loader_args) for files in sources]
+    loader = loaders[0]
+    files = [file for each in loaders for file in each.files]
     if shard_count is not None:
-        row_groups = loader._core.dataset()["row_groups"]
+        row_groups = sum(each._core.dataset()["row_groups"] for each in loaders)
         if row_groups < shard_count:
             # Stoker's shards are row slices and would not be empty, but a script written for
             # Petastorm (whose shards are whole row groups) expects this error.
             raise NoDataAvailableError(
                 f"Number of row-groups in the dataset ({row_groups}) must be greater or equal "
                 f"to the number of requested shards ({shard_count}), as Petastorm requires")
+    if row_filter is not None and row_filter.matches_nothing(
+            _partition_keys(files), {n: f.numpy_dtype for n, f in schema.fields.items()}):
+        warnings.warn("No matching data is available for loading after rowgroup selector were "
+                      "applied and the data was sharded (the predicate keeps no partition)",
+                      UserWarning, stacklevel=3)
     row_groups = None
     if ngram is not None or selected is not None:
         row_groups = _RowGroups(loader.files)
     return Reader(loader, schema, num_epochs, batched, row_filter, transform, output_schema,
-                  ngram, row_groups, selected)
+                  ngram, row_groups, selected, seed=0 if seed is None else seed, cache=cache,
+                  more_loaders=loaders[1:])
+
+
+def _rounds(files: list[str]) -> list[list[str]]:
+    """A file list split so that no part names a file twice: the files named once or more,
+    then those named twice or more, ..., each in the order given. ``[a, b, a]`` reads a, b
+    then a, as Petastorm; ``[a, a, b]`` too (Petastorm: a, a, b)."""
+    rounds: list[list[str]] = []
+    seen: dict[str, int] = {}
+    for file in files:
+        times = seen.get(file, 0)
+        seen[file] = times + 1
+        if times == len(rounds):
+            rounds.append([])
+        rounds[times].append(file)
+    return rounds
+
+
+def _partition_keys(files: Sequence[str]) -> list[dict[str, str]]:
+    """Each file's hive partition keys (the ``key=value`` directories of its path)."""
+    return [dict(part.split("=", 1) for part in file.split("/")[:-1] if "=" in part)
+            for file in files]
 
 
 def _is_ngram(schema_fields: Any) -> bool:
@@ -528,7 +590,10 @@ def _check_ngram(ngram: Any, batched: bool, shuffle_row_drop_partitions: int,
 def _schema_from_arrow(source: str | list[str], storage_options: Any,
                        partitioning: Any) -> Unischema:
     """A Unischema of a plain Parquet dataset's columns (scalars, and lists as shape (None,)),
-    its partition keys included."""
+    its partition keys included. Columns of structs, lists of lists and lists of structs are
+    left out with a warning, as Petastorm's inferred schema leaves them out."""
+    if isinstance(source, list):
+        source = list(dict.fromkeys(source))  # a file named again (read again) has one schema
     probe = stoker.Loader(source, batch_size=1, output="arrow", storage_options=storage_options,
                           partitioning=partitioning)
     fields = []
@@ -537,6 +602,10 @@ def _schema_from_arrow(source: str | list[str], storage_options: Any,
         kind, shape = field.type, ()
         if pa.types.is_list(kind) or pa.types.is_large_list(kind):
             kind, shape = kind.value_type, (None,)
+        if pa.types.is_nested(kind):
+            warnings.warn(f"Column {field.name!r} has an unsupported type {field.type}. "
+                          f"Ignoring... (as Petastorm's inferred schema)", stacklevel=4)
+            continue
         try:
             dtype = kind.to_pandas_dtype()
         except NotImplementedError:
@@ -564,22 +633,6 @@ def _field_list(schema: Unischema, schema_fields: Sequence[Any]) -> list[Any]:
             raise RuntimeError(f"No fields matching the criteria {patterns} were found in the "
                                f"dataset (its fields: {list(schema.fields)})")
     return out
-
-
-def _predicate_function(predicate: Any, names: list[str]) -> Callable[[dict], bool]:
-    """A Petastorm predicate (get_fields / do_include) as a per-row function: the slow path."""
-    if not (hasattr(predicate, "get_fields") and hasattr(predicate, "do_include")):
-        raise TypeError(f"predicate must be a pyarrow.compute expression (the fast path) or a "
-                        f"Petastorm predicate with get_fields() and do_include(), got "
-                        f"{predicate!r}")
-    fields = list(predicate.get_fields())
-    missing = sorted(set(fields) - set(names))
-    if missing:
-        raise ValueError(f"the predicate reads {missing}, which schema_fields leaves out")
-    warnings.warn("a Python predicate runs per row in the consumer's thread (the slow path); a "
-                  "pyarrow.compute expression runs in the C++ workers and prunes row groups "
-                  "(docs/petastorm.md)", stacklevel=4)
-    return lambda row: bool(predicate.do_include({f: row[f] for f in fields}))
 
 
 def _transformed_schema(schema: Unischema, spec: Any) -> Unischema:

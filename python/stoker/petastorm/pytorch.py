@@ -2,8 +2,8 @@
 make_batch_reader's column batches): DataLoader collates rows (``decimal_friendly_collate``
 unless told otherwise), BatchedDataLoader cuts the columns into batches of tensors,
 InMemBatchedDataLoader holds up to ``rows_capacity`` rows in memory and serves epochs of
-batches from them. Shuffling is the Loader's (shuffle_window rows mixed across row groups), so
-``shuffling_queue_capacity`` adds none (docs/petastorm.md)."""
+batches from them. ``shuffling_queue_capacity`` shuffles rows further through a buffer, as
+Petastorm's, drawn from the reader's seed and the pass number (docs/petastorm.md)."""
 
 from __future__ import annotations
 
@@ -15,10 +15,15 @@ from typing import Any, Self
 import numpy as np
 
 from stoker.petastorm._reader import Reader
+from stoker.petastorm._shuffling_buffer import ShufflingBuffer
 
 # numpy dtypes torch has no (or only partial) support for, and what Petastorm promotes them to.
 _PROMOTED = {np.dtype(np.uint16): np.int32, np.dtype(np.uint32): np.int64,
              np.dtype(np.bool_): np.uint8}
+# Petastorm's words, which scripts and Petastorm's tests match.
+_PARALLEL_ITER_ERROR = ("You must finish a full pass of Petastorm DataLoader before making "
+                        "another pass from the beginning. If you do need to terminate early and "
+                        "restart from beginning, please re-create the reader and the data loader.")
 
 
 def decimal_friendly_collate(batch: list) -> Any:
@@ -111,28 +116,51 @@ def _concat(parts: list) -> Any:
     return [value for part in parts for value in part]
 
 
+def _take(values: Any, mask: np.ndarray) -> Any:
+    """The rows of a column (tensor, array or list) where ``mask`` is true."""
+    import torch
+
+    if isinstance(values, torch.Tensor):
+        return values[torch.from_numpy(mask)]
+    if isinstance(values, np.ndarray):
+        return values[mask]
+    return [value for value, keep in zip(values, mask) if keep]
+
+
 class _LoaderBase:
     """What DataLoader and BatchedDataLoader share: each ``iter()`` is one pass over the
     reader, and a pass after one that read every row starts the reader again (its next
-    epoch), as Petastorm's loaders reset their reader; a pass while another is in progress
-    is an error."""
+    epoch), as Petastorm's loaders reset their reader; a pass while another is in progress,
+    or after one that failed, is an error (Petastorm's)."""
 
     reader: Reader
+    shuffling_queue_capacity: int
     _in_pass = False  # a pass is being read
     _passes = 0  # passes started
+    _error: Exception | None = None  # what ended the last pass, if it failed
 
     def __iter__(self) -> Iterator[Any]:
+        if self._error is not None:
+            raise RuntimeError(f"Cannot start a new iteration because last time iteration "
+                               f"failed with error {self._error!r}.")
         if self._in_pass:
-            raise RuntimeError("Cannot start a new iteration because last time iteration "
-                               "hasn't finished.")
+            raise RuntimeError(_PARALLEL_ITER_ERROR)
         if self._passes and self.reader.last_row_consumed:
             self.reader.reset()
         self._in_pass = True
         self._passes += 1
         try:
             yield from self._pass()
+        except Exception as error:
+            self._error = error
+            raise
         finally:
             self._in_pass = False
+
+    def _random_seed(self) -> tuple[int, int]:
+        """The shuffling queue's seed: the reader's (None: 0) and the pass, so each pass
+        (epoch) is shuffled anew and every run alike."""
+        return (getattr(self.reader, "seed", None) or 0, self._passes)
 
     def _pass(self) -> Iterator[Any]:
         raise NotImplementedError
@@ -161,7 +189,7 @@ class DataLoader(_LoaderBase):
 
     def _pass(self) -> Iterator[Any]:
         rows: list[dict] = []
-        for row in _rows(self.reader):
+        for row in self._shuffled(_rows(self.reader)):
             _sanitize_row(row)
             rows.append(row)
             if len(rows) == self.batch_size:
@@ -169,6 +197,19 @@ class DataLoader(_LoaderBase):
                 rows = []
         if rows:
             yield self.collate_fn(rows)
+
+    def _shuffled(self, rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+        if self.shuffling_queue_capacity <= 0:
+            yield from rows
+            return
+        buffer = ShufflingBuffer(self.shuffling_queue_capacity, self._random_seed())
+        for row in rows:
+            buffer.add_many([row])
+            while buffer.can_retrieve():
+                yield buffer.retrieve()
+        buffer.finish()
+        while buffer.can_retrieve():
+            yield buffer.retrieve()
 
 
 class BatchedDataLoader(_LoaderBase):
@@ -192,19 +233,40 @@ class BatchedDataLoader(_LoaderBase):
         self.shuffling_queue_capacity = shuffling_queue_capacity
 
     def _pass(self) -> Iterator[dict[str, Any]]:
+        # Rows kept back to mix with later ones (Petastorm's min_after_retrieve); with none, the
+        # batches are cut in order.
+        keep = max(self.shuffling_queue_capacity - 1, 0)
+        random = (np.random.default_rng(self._random_seed())
+                  if self.shuffling_queue_capacity > 0 else None)
         pending: dict[str, list] = {}
         held = 0
         for columns in _columns(self.reader):
             for name, values in columns.items():
                 pending.setdefault(name, []).append(self.transform_fn(values))
             held += len(next(iter(columns.values())))
-            while held >= self.batch_size:
-                joined = {n: _concat(v) for n, v in pending.items()}
-                yield {n: v[:self.batch_size] for n, v in joined.items()}
-                pending = {n: [v[self.batch_size:]] for n, v in joined.items()}
+            while held >= keep + self.batch_size:
+                batch, pending = self._cut(pending, held, self.batch_size, random)
                 held -= self.batch_size
-        if held:
-            yield {n: _concat(v) for n, v in pending.items()}
+                yield batch
+        while held:
+            count = min(self.batch_size, held)
+            batch, pending = self._cut(pending, held, count, random)
+            held -= count
+            yield batch
+
+    @staticmethod
+    def _cut(pending: dict[str, list], held: int, count: int,
+             random: np.random.Generator | None) -> tuple[dict[str, Any], dict[str, list]]:
+        """``count`` of the ``held`` rows as a batch, and the rest: the first ones, or with
+        ``random`` ones drawn uniformly (Petastorm's BatchedRandomShufflingBuffer)."""
+        joined = {n: _concat(v) for n, v in pending.items()}
+        if random is None:
+            return ({n: v[:count] for n, v in joined.items()},
+                    {n: [v[count:]] for n, v in joined.items()})
+        taken = np.zeros(held, dtype=bool)
+        taken[random.choice(held, size=count, replace=False)] = True
+        return ({n: _take(v, taken) for n, v in joined.items()},
+                {n: [_take(v, ~taken)] for n, v in joined.items()})
 
 
 class InMemBatchedDataLoader:
