@@ -62,9 +62,10 @@ test-cpp: build
 	PATH=$(abspath $(VENV))/bin:$$PATH ctest --test-dir $(CPP_DIR) --output-on-failure -j $(JOBS)
 
 # `make test` runs every test but those marked slow (the Ray cluster, torchrun and Ray Train
-# jobs, Spark, Keras fits, the largest datasets: pyproject.toml's markers), on 2 cores within
-# 20 minutes of a fresh clone, setup included; `make test-slow` runs the slow ones (CI runs
-# both: .ci/run). --durations names the slowest, so a test that grows is seen.
+# jobs, Spark, Keras fits, the wheel install: pyproject.toml's markers), aiming at 20 minutes
+# from a fresh clone on 2 cores, setup included (measured: docs/reliability.md, "In CI");
+# `make test-slow` runs the slow ones (CI runs both: .ci/run). --durations names the slowest,
+# so a test that grows is seen.
 test-python: build
 	$(PY) -m pytest -q --timeout=300 --durations=15 -m "not slow"
 
