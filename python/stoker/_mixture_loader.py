@@ -20,7 +20,7 @@ _DEFAULTS = _options.LOADER_DEFAULTS
 
 # Loader options that mean one dataset; a mixture takes them per stoker.Source, or not at all.
 _PER_SOURCE = ("columns", "filter", "transforms")
-_NOT_WITH_MIXTURE = ("mode", "pad_to_equal_steps", "with_row_origin", "batch_transform",
+_NOT_WITH_MIXTURE = ("with_row_origin", "batch_transform",
                      "codecs", "partitioning", "on_error", "max_bad_units", "max_bad_fraction",
                      "trace", "trace_events", "device", "device_prefetch")
 
@@ -40,6 +40,8 @@ class MixtureLoader(_cursor.EpochLoader):
         rank: int = _DEFAULTS.rank,
         world_size: int = _DEFAULTS.world_size,
         drop_last: bool = _DEFAULTS.drop_last,
+        mode: str = _DEFAULTS.mode,
+        pad_to_equal_steps: bool = _DEFAULTS.pad_to_equal_steps,
         num_threads: int | None = _DEFAULTS.num_threads,
         prefetch: int | None = _DEFAULTS.prefetch,
         output: str = "numpy",
@@ -52,11 +54,17 @@ class MixtureLoader(_cursor.EpochLoader):
     ) -> None:
         _check_other_options(others)
         _frameworks.check_output(output)
-        # The sources' engines check batch_size; rank and world_size, which no source sees
-        # (each reads at world size 1), the engine's LoaderOptions::Validate checks here.
-        _core.validate_rank(rank, world_size)
+        # The sources' engines check batch_size; the options no source sees (each reads at
+        # world size 1, in training mode) the engine's LoaderOptions::Validate checks here.
+        _check_rank_options(batch_size, rank, world_size, drop_last, mode, pad_to_equal_steps)
+        if mode == "eval" and mixture.stratified:
+            raise ValueError(
+                "mode='eval' cannot be used with a stratified Mixture: stratified batches need "
+                "whole batches per rank, and evaluation shares the rows so that ranks differ "
+                "by one row (docs/combinations.md)")
         self._mixture, self._output = mixture, output
         self._batch_size, self._drop_last = batch_size, drop_last
+        self._mode, self._pad = mode, pad_to_equal_steps
         self._rank, self._world_size = rank, world_size
         # The sources' engines check and stage their units for the mixture's output: tensor
         # output refuses nulls up front, so their records carry no validity flags (arrow
@@ -74,6 +82,8 @@ class MixtureLoader(_cursor.EpochLoader):
         self._plan = _core.MixturePlan(source_rows, batch_size if mixture.stratified else 0,
                                        seed)
         self._schema = _output_schema(mixture.sources, self._sources)
+        if pad_to_equal_steps:
+            self._schema = self._schema.append(pa.field("_valid", pa.bool_(), nullable=False))
         _check_ragged(mixture.sources, configs)
         # Each epoch e reads source s from e times the whole source epochs an epoch draws
         # from (a downsampled source gives each epoch another part; no row repeats within an
@@ -113,16 +123,28 @@ class MixtureLoader(_cursor.EpochLoader):
         return [f for loader in self._sources for f in loader.files]
 
     def __len__(self) -> int:
-        """Batches per epoch for this rank."""
-        rows = self._plan.epoch_rows // self._world_size
-        return _state.batches_of(rows, self._batch_size, self._drop_last)
+        """Batches per epoch for this rank (in evaluation, with its padding)."""
+        return self._share([])[2]
+
+    def _share(self, rounds: list[list[int]]) -> tuple[list[tuple[int, int]], int, int, int]:
+        """This rank's positions after `rounds`: (segments, real rows, batches, the position
+        padding copies or -1), the epoch plan's rule in either mode (_core.rank_share)."""
+        return _core.rank_share(self._plan.epoch_rows,
+                                cast("list[tuple[int, int]]",  # [world_size, rows]
+                                     [tuple(r) for r in rounds]),
+                                self._world_size, self._rank, self._batch_size,
+                                self._drop_last, self._mode, self._pad)
 
     def _read_epoch(self, progress: _cursor.Progress) -> _cursor.EpochIterator:
-        segments = _core.rank_segments(self._plan.epoch_rows,
-                                       cast("list[tuple[int, int]]",  # [world_size, rows]
-                                            [tuple(r) for r in progress.rounds]),
-                                       self._world_size, self._rank)
-        epoch = self._reader.start_epoch(progress.epoch, segments)
+        segments, real_rows, batches, pad_position = self._share(progress.rounds)
+        if not self._pad:
+            epoch = self._reader.start_epoch(progress.epoch, segments)
+        else:
+            # A rank whose share is empty reads the one row its padding copies.
+            read = segments if real_rows or pad_position < 0 else [(pad_position,
+                                                                   pad_position + 1)]
+            epoch = self._reader.start_epoch(progress.epoch, read, real_rows=real_rows,
+                                             padded_batches=batches)
         return _loader._EpochIterator(epoch, self._output, progress, None, 0)
 
     def stats(self) -> dict[str, Any]:
@@ -174,6 +196,18 @@ _keywords.document(MixtureLoader, """Reads a ``stoker.Mixture`` as exact, determ
     "prefetch, cache_dir, cache_limit_bytes, cache_policy, storage_options, index": """per
         source (each source's engine keeps its own ``prefetch`` batches).""",
 })
+
+def _check_rank_options(batch_size: int, rank: int, world_size: int, drop_last: bool,
+                        mode: str, pad_to_equal_steps: bool) -> None:
+    """The options of how ranks share a mixture's epoch, checked by the engine's own rules
+    (LoaderOptions::Validate), with its messages."""
+    options = _core.LoaderOptions()
+    # A mixture's sources are checked by their own engines; one stands in for them here.
+    _options.assign(options, {"sources": ["mixture"], "batch_size": batch_size, "rank": rank,
+                              "world_size": world_size, "drop_last": drop_last, "mode": mode,
+                              "pad_to_equal_steps": pad_to_equal_steps})
+    options.validate()
+
 
 def _check_other_options(others: dict[str, Any]) -> None:
     """Loader options a mixture does not take: per-source ones name stoker.Source."""
@@ -277,8 +311,8 @@ def _mixture_config(loader: MixtureLoader, seed: int, shuffle: bool,
         else shuffle_window,
         "batch_size": loader._batch_size,
         "drop_last": loader._drop_last,
-        "mode": "train",
-        "pad_to_equal_steps": False,
+        "mode": loader._mode,
+        "pad_to_equal_steps": loader._pad,
         "columns": loader.schema.names,
         "filter_digest": digest([[c["filter_digest"],
                                   c["transform_digest"] if source.transforms else "",

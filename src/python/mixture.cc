@@ -17,6 +17,7 @@
 #include "binding.h"
 #include "mixture/mixture_plan.h"
 #include "mixture/mixture_stream.h"
+#include "mixture/padded_stream.h"
 #include "plan/plan.h"
 #include "stoker/options.h"
 
@@ -41,14 +42,22 @@ class MixtureReader {
     tally_ = std::make_shared<MixtureTally>(static_cast<int>(loaders_.size()));
   }
 
-  /// Epoch `epoch` over this rank's [begin, end) ranges of positions (rank_segments).
-  nb::object StartEpoch(int64_t epoch, const std::vector<std::pair<int64_t, int64_t>>& ranges) {
+  /// Epoch `epoch` over this rank's [begin, end) ranges of positions (rank_share); with
+  /// `padded_batches` >= 0, padded to that many full batches, the first `real_rows` rows real
+  /// (PaddedStream).
+  nb::object StartEpoch(int64_t epoch, const std::vector<std::pair<int64_t, int64_t>>& ranges,
+                        int64_t real_rows, int64_t padded_batches) {
     std::vector<Segment> segments;
     for (const auto& [begin, end] : ranges) segments.push_back({begin, end});
     std::unique_ptr<BatchStream> stream;
     {
       nb::gil_scoped_release release;
       stream = ValueOrThrow(MixtureStream::Make(config_, epoch, std::move(segments), tally_));
+      if (padded_batches >= 0) {
+        stream = ValueOrThrow(PaddedStream::Make(std::move(stream), real_rows,
+                                                 config_->batch_size, padded_batches,
+                                                 config_->pool));
+      }
     }
     return WrapEpoch(std::move(stream), output_, loaders_.front()->ragged_columns(), loaders_);
   }
@@ -113,8 +122,12 @@ void BindMixture(nb::module_& m) {
            "sources: each source's _core.Loader (world size 1, built with the mixture's "
            "options), read with its share of the mixture's shuffle window.")
       .def("start_epoch", &MixtureReader::StartEpoch, nb::arg("epoch"), nb::arg("segments"),
+           nb::arg("real_rows") = 0, nb::arg("padded_batches") = -1,
            "An Epoch of the mixture over this rank's [begin, end) ranges of positions; its "
-           "batches are gathered ahead of the consumer on a thread of its own.")
+           "batches are gathered ahead of the consumer on a thread of its own. With "
+           "padded_batches >= 0 (pad_to_equal_steps), that many batches of batch_size rows, "
+           "the first real_rows real, the rest copies of the last row read, and the _valid "
+           "column.")
       .def_prop_ro("shuffle_windows", &MixtureReader::ShuffleWindows,
                    "Each source's share of the mixture's shuffle window, in rows.")
       .def_prop_ro("num_threads", &MixtureReader::NumThreads,

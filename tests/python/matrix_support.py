@@ -13,7 +13,8 @@ import io
 import itertools
 import os
 import shutil
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +63,50 @@ def pairwise_cases() -> list[Case]:
     from allpairspy import AllPairs
 
     return [Case(*row) for row in AllPairs(list(FACTORS.values()))]
+
+
+FIRST = Case(*(levels[0] for levels in FACTORS.values()))  # every factor at its first level
+
+
+def _pairs(case: Case) -> set[tuple[str, str, str, str]]:
+    return {(f1, getattr(case, f1), f2, getattr(case, f2))
+            for f1, f2 in itertools.combinations(FACTORS, 2)}
+
+
+def alone(f1: str, a: str, f2: str, b: str) -> Case:
+    """The case of one pair: those two levels, every other factor at its first level."""
+    return replace(FIRST, **{f1: a, f2: b})
+
+
+def unmasked(cases: list[Case], refusal: Callable[[Case], str | None]) -> list[Case]:
+    """`cases` and more, so that every pair that can deliver (its case alone does) is
+    delivered by some case, not only met beside a refusal that masks it: each such pair goes
+    into the first added case whose factors it can set (those not set yet) without a refusal,
+    or starts a new one from the first levels (greedy, deterministic)."""
+    delivered = set().union(*(_pairs(c) for c in cases if refusal(c) is None))
+    added: list[tuple[Case, set[str]]] = []  # each added case and the factors set in it
+    for pair in sorted(set().union(*map(_pairs, cases)) - delivered):
+        f1, a, f2, b = pair
+        if refusal(alone(*pair)) is not None:
+            continue
+        for i, (case, fixed) in enumerate(added):
+            if any(f in fixed and getattr(case, f) != level for f, level in ((f1, a), (f2, b))):
+                continue
+            merged = replace(case, **{f1: a, f2: b})
+            if refusal(merged) is None:
+                added[i] = (merged, fixed | {f1, f2})
+                break
+        else:
+            added.append((alone(*pair), {f1, f2}))
+    return list(cases) + [case for case, _ in added]
+
+
+def masked_pairs(cases: list[Case], refusal: Callable[[Case], str | None]) -> list[tuple]:
+    """Pairs no delivering case holds whose case alone would deliver (empty for `unmasked`)."""
+    delivered = set().union(*(_pairs(c) for c in cases if refusal(c) is None))
+    return [pair for (f1, levels1), (f2, levels2) in itertools.combinations(FACTORS.items(), 2)
+            for a in levels1 for b in levels2
+            if (pair := (f1, a, f2, b)) not in delivered and refusal(alone(*pair)) is None]
 
 
 def uncovered_pairs(cases: list[Case]) -> list[tuple[str, str, str, str]]:

@@ -342,8 +342,8 @@ def test_bad_weights_and_options_name_the_option(sources):
                 batch_size=10)
     with pytest.raises(ValueError, match="filter= is per source"):
         _loader(_mixture(sources, epoch_rows=10), filter=pc.field("id") > 3)
-    with pytest.raises(ValueError, match="mode= is not supported with a Mixture"):
-        _loader(_mixture(sources, epoch_rows=10), mode="eval")
+    with pytest.raises(ValueError, match="on_error= is not supported with a Mixture"):
+        _loader(_mixture(sources, epoch_rows=10), on_error="skip")
     for name, value in [("codecs", [{"column": "x", "codec": "ndarray"}]),
                         ("partitioning", "hive")]:
         with pytest.raises(ValueError, match=f"^{name}= is not supported with a Mixture"):

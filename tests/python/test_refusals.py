@@ -26,8 +26,8 @@ def _documented_errors() -> list[str]:
 ERRORS = _documented_errors()
 
 
-def _mixture(criteo: Path) -> stoker.Mixture:
-    return stoker.Mixture([stoker.Source(criteo, weight=1.0)])
+def _mixture(criteo: Path, **policy: bool) -> stoker.Mixture:
+    return stoker.Mixture([stoker.Source(criteo, weight=1.0)], **policy)
 
 
 def _cases(criteo: Path) -> dict[str, tuple[type[Exception], object]]:
@@ -49,8 +49,12 @@ def _cases(criteo: Path) -> dict[str, tuple[type[Exception], object]]:
         "ValueError: columns= is per source in a Mixture: give it to stoker.Source":
             (ValueError, lambda: stoker.Loader(_mixture(criteo), batch_size=64,
                                                columns=COLUMNS)),
-        "ValueError: mode= is not supported with a Mixture":
-            (ValueError, lambda: stoker.Loader(_mixture(criteo), batch_size=64, mode="eval")),
+        "ValueError: with_row_origin= is not supported with a Mixture":
+            (ValueError, lambda: stoker.Loader(_mixture(criteo), batch_size=64,
+                                               with_row_origin=True)),
+        "ValueError: mode='eval' cannot be used with a stratified Mixture":
+            (ValueError, lambda: stoker.Loader(_mixture(criteo, stratified=True), batch_size=64,
+                                               mode="eval")),
         "ValueError: a stoker.Mixture cannot be served (yet)":
             (ValueError, lambda: _serve.start(_mixture(criteo), serve_options={"port": 0},
                                               loader_options={"batch_size": 64})),
