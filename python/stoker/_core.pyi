@@ -1,6 +1,7 @@
 """Stoker's C++ engine (use the stoker package, not this module)"""
 
 from collections.abc import Sequence
+from typing import overload
 
 
 def to_tensors(batch: object, output: str = 'numpy', ragged: Sequence[str] = []) -> dict:
@@ -548,7 +549,14 @@ class Loader:
         """What a server over this loader would advertise (JSON, docs/serve.md)."""
 
 class Server:
+    @overload
     def __init__(self, loader: Loader, options: ServeOptions) -> None: ...
+
+    @overload
+    def __init__(self, mixture: object, identity_json: str, options: ServeOptions) -> None:
+        """
+        A server over a _core.MixtureReader's streams, advertising identity_json (the mixture loader's identity as a JSON object) with its digest and chunk added.
+        """
 
     @property
     def port(self) -> int: ...
@@ -649,14 +657,14 @@ class MixtureReader:
     Starts a mixture's epochs (src/mixture/mixture_stream.h) and counts what they delivered.
     """
 
-    def __init__(self, sources: list, plan: MixturePlan, output: str) -> None:
+    def __init__(self, sources: list, plan: MixturePlan, output: str, mode: str = 'train', pad_to_equal_steps: bool = False) -> None:
         """
-        sources: each source's _core.Loader (world size 1, built with the mixture's options), read with its share of the mixture's shuffle window.
+        sources: each source's _core.Loader (world size 1, built with the mixture's options), read with its share of the mixture's shuffle window; mode and pad_to_equal_steps: how ranks share an epoch's positions (a Loader's rule).
         """
 
-    def start_epoch(self, epoch: int, segments: Sequence[tuple[int, int]]) -> object:
+    def start_epoch(self, epoch: int, resumed: Sequence[tuple[int, int]], rank: int, world_size: int) -> object:
         """
-        An Epoch of the mixture over this rank's [begin, end) ranges of positions; its batches are gathered ahead of the consumer on a thread of its own.
+        An Epoch of the mixture for this rank after the resumed (world_size, rows per rank) rounds; its batches are gathered ahead of the consumer. Padded (pad_to_equal_steps): batch_size rows each, copies of the plan's pad position's row after the real ones, and the _valid column.
         """
 
     @property

@@ -6,6 +6,7 @@ and the policy that sizes an epoch). ``stoker.Loader(Mixture(...), ...)`` reads 
 
 from __future__ import annotations
 
+import copy
 import math
 import os
 from collections.abc import Mapping, Sequence
@@ -183,9 +184,55 @@ class Mixture:
             return min(p // c for p, c in zip(passes, share))
         return max(-(-p // c) for p, c in zip(passes, share))
 
+    def resolved(self, storage_options: dict[str, Any] | None) -> Mixture:
+        """This mixture with each table source resolved to its snapshot now (what a fleet's
+        servers are given, so all read the same files and no catalog travels)."""
+        out = copy.copy(self)
+        out.sources = []
+        for source in self.sources:
+            source = copy.copy(source)
+            source.path = _tables.resolved(source.path, source.storage_options
+                                           if source.storage_options is not None
+                                           else storage_options)
+            out.sources.append(source)
+        return out
+
     def __repr__(self) -> str:
         return (f"stoker.Mixture({self.sources!r}, epoch_rows={self.epoch_rows}, "
                 f"stop={self.stop!r}, stratified={self.stratified})")
+
+
+_SPEC_KEYS = {"sources", "epoch_rows", "stop", "stratified"}
+_SOURCE_KEYS = {"path", "weight", "repeat", "columns", "rename", "transforms", "name",
+                "storage_options", "index"}
+
+
+def from_spec(spec: Any, *, where: str = "mixture spec") -> Mixture:
+    """A Mixture from its JSON form (what ``stoker serve --mixture FILE`` reads):
+    ``{"sources": [{"path": ..., "weight": ..., ...}, ...], "stop": ..., "epoch_rows": ...,
+    "stratified": ...}``, each source's keys ``stoker.Source``'s arguments. A ``filter`` has
+    no JSON form (build the Mixture in Python); unknown keys are errors naming them."""
+    if not isinstance(spec, dict) or not isinstance(spec.get("sources"), list):
+        # ValueError: the file holds the wrong value (its type is JSON's, not the caller's).
+        raise ValueError(f"{where}: a JSON object with a list of \"sources\" is expected")  # noqa: TRY004
+    unknown = sorted(set(spec) - _SPEC_KEYS)
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {unknown}; it takes {sorted(_SPEC_KEYS)}")
+    sources = []
+    for i, item in enumerate(spec["sources"]):
+        if not isinstance(item, dict) or "path" not in item:
+            raise ValueError(f"{where}: source {i} must be an object with a \"path\"")
+        unknown = sorted(set(item) - _SOURCE_KEYS)
+        if "filter" in unknown:
+            raise ValueError(f"{where}: source {i}: a filter has no JSON form; build the "
+                             f"stoker.Mixture in Python (stoker.ray.Fleet.start serves it)")
+        if unknown:
+            raise ValueError(f"{where}: source {i}: unknown key(s) {unknown}; a source takes "
+                             f"{sorted(_SOURCE_KEYS)}")
+        path = item["path"]
+        sources.append(Source(path, **{k: v for k, v in item.items() if k != "path"}))
+    return Mixture(sources, epoch_rows=spec.get("epoch_rows"), stop=spec.get("stop"),
+                   stratified=bool(spec.get("stratified", False)))
 
 
 def _positive(value: float | None, option: str, name: str) -> float | None:

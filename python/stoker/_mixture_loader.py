@@ -10,19 +10,31 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from typing import Any, cast
 
 import pyarrow as pa
 
-from stoker import _core, _cursor, _frameworks, _keywords, _loader, _mixture, _options, _state
+from stoker import (
+    _core,
+    _cuda,
+    _cursor,
+    _frameworks,
+    _jax_device,
+    _keywords,
+    _loader,
+    _mixture,
+    _options,
+    _state,
+)
 
 _DEFAULTS = _options.LOADER_DEFAULTS
 
 # Loader options that mean one dataset; a mixture takes them per stoker.Source, or not at all.
 _PER_SOURCE = ("columns", "filter", "transforms")
-_NOT_WITH_MIXTURE = ("with_row_origin", "batch_transform",
+_NOT_WITH_MIXTURE = ("with_row_origin",
                      "codecs", "partitioning", "on_error", "max_bad_units", "max_bad_fraction",
-                     "trace", "trace_events", "device", "device_prefetch")
+                     "trace", "trace_events")
 
 
 class MixtureLoader(_cursor.EpochLoader):
@@ -50,10 +62,19 @@ class MixtureLoader(_cursor.EpochLoader):
         cache_policy: str = _DEFAULTS.cache_policy,
         storage_options: dict[str, Any] | None = None,
         index: str | None = None,
+        batch_transform: Callable[[Any], Any] | None = None,
+        device: str | None = None,
+        device_prefetch: int = 2,
         **others: Any,
     ) -> None:
         _check_other_options(others)
         _frameworks.check_output(output)
+        _loader._check_python_options(output, batch_transform)
+        self._device = _device(device, output)
+        if device_prefetch < 1:
+            raise ValueError(f"device_prefetch must be >= 1, got {device_prefetch}")
+        self._device_prefetch, self._batch_transform = device_prefetch, batch_transform
+        self._transformed_ahead = prefetch or _loader._TRANSFORMED_AHEAD
         # The sources' engines check batch_size; the options no source sees (each reads at
         # world size 1, in training mode) the engine's LoaderOptions::Validate checks here.
         _check_rank_options(batch_size, rank, world_size, drop_last, mode, pad_to_equal_steps)
@@ -89,10 +110,10 @@ class MixtureLoader(_cursor.EpochLoader):
         # from (a downsampled source gives each epoch another part; no row repeats within an
         # epoch unless upsampled), with its share of the shuffle window (MakeMixtureConfig).
         self._reader = _core.MixtureReader([loader._core for loader in self._sources],
-                                           self._plan, output)
-        identity = _state.identity(_mixture_config(self, seed, shuffle, shuffle_window,
-                                                   configs))
-        self._cursor = _cursor.EpochCursor(identity, rank, world_size)
+                                           self._plan, output, mode, pad_to_equal_steps)
+        self._ragged = sorted(configs[0].get("ragged", []))
+        self._config = _mixture_config(self, seed, shuffle, shuffle_window, configs)
+        self._cursor = _cursor.EpochCursor(_state.identity(self._config), rank, world_size)
 
     @property
     def schema(self) -> pa.Schema:
@@ -124,28 +145,23 @@ class MixtureLoader(_cursor.EpochLoader):
 
     def __len__(self) -> int:
         """Batches per epoch for this rank (in evaluation, with its padding)."""
-        return self._share([])[2]
-
-    def _share(self, rounds: list[list[int]]) -> tuple[list[tuple[int, int]], int, int, int]:
-        """This rank's positions after `rounds`: (segments, real rows, batches, the position
-        padding copies or -1), the epoch plan's rule in either mode (_core.rank_share)."""
-        return _core.rank_share(self._plan.epoch_rows,
-                                cast("list[tuple[int, int]]",  # [world_size, rows]
-                                     [tuple(r) for r in rounds]),
-                                self._world_size, self._rank, self._batch_size,
-                                self._drop_last, self._mode, self._pad)
+        return _core.batches_left(self._plan.epoch_rows, [], self._world_size, self._rank,
+                                  self._batch_size, self._drop_last, self._mode, self._pad)
 
     def _read_epoch(self, progress: _cursor.Progress) -> _cursor.EpochIterator:
-        segments, real_rows, batches, pad_position = self._share(progress.rounds)
-        if not self._pad:
-            epoch = self._reader.start_epoch(progress.epoch, segments)
-        else:
-            # A rank whose share is empty reads the one row its padding copies.
-            read = segments if real_rows or pad_position < 0 else [(pad_position,
-                                                                   pad_position + 1)]
-            epoch = self._reader.start_epoch(progress.epoch, read, real_rows=real_rows,
-                                             padded_batches=batches)
-        return _loader._EpochIterator(epoch, self._output, progress, None, 0)
+        epoch = self._reader.start_epoch(progress.epoch,
+                                         cast("list[tuple[int, int]]",  # [world_size, rows]
+                                              [tuple(r) for r in progress.rounds]),
+                                         self._rank, self._world_size)
+        return _loader._EpochIterator(epoch, self._output, progress, self._batch_transform,
+                                      self._transformed_ahead, None, self._device,
+                                      self._device_prefetch)
+
+    def identity_json(self) -> str:
+        """What a saved state of this mixture must match (``state_dict()``'s identity fields),
+        and the ragged columns, as the JSON a server over it advertises (docs/serve.md)."""
+        return json.dumps({**self._config, "ragged": self._ragged,
+                           "sources": [s.name for s in self._mixture.sources]}, sort_keys=True)
 
     def stats(self) -> dict[str, Any]:
         """``rows`` and ``batches`` delivered over the loader's life, ``rows_per_source`` (the
@@ -197,6 +213,18 @@ _keywords.document(MixtureLoader, """Reads a ``stoker.Mixture`` as exact, determ
         source (each source's engine keeps its own ``prefetch`` batches).""",
 })
 
+def _device(device: str | None, output: str) -> Any:
+    """Where batches go: JAX's as a Loader's (its default device unless ``device`` says); a
+    torch device is refused, as a mixture's batches are not staged in pinned memory."""
+    if output == "jax":
+        return _jax_device.target(device)
+    if device is not None and output == "torch":
+        raise ValueError("device= with output='torch' is not supported with a Mixture (yet): "
+                         "its batches are not staged in pinned memory; move each batch with "
+                         ".to(device, non_blocking=True) (docs/combinations.md)")
+    return _cuda.check_device(device, output)  # a Loader's error for any other output
+
+
 def _check_rank_options(batch_size: int, rank: int, world_size: int, drop_last: bool,
                         mode: str, pad_to_equal_steps: bool) -> None:
     """The options of how ranks share a mixture's epoch, checked by the engine's own rules
@@ -207,6 +235,25 @@ def _check_rank_options(batch_size: int, rank: int, world_size: int, drop_last: 
                               "world_size": world_size, "drop_last": drop_last, "mode": mode,
                               "pad_to_equal_steps": pad_to_equal_steps})
     options.validate()
+
+
+def given(options: dict[str, Any]) -> dict[str, Any]:
+    """`options` without the ones a mixture does not take that are left at what "not given"
+    means (None, False, empty, the Loader's default): what a command line that spells every
+    flag passes for a mixture."""
+    def unset(name: str, value: Any) -> bool:
+        default = getattr(_DEFAULTS, name, None)
+        return value in (None, False, [], 0) or (isinstance(default, str) and value == default)
+
+    return {name: value for name, value in options.items()
+            if not ((name in _PER_SOURCE or name in _NOT_WITH_MIXTURE) and unset(name, value))}
+
+
+def check_options(options: dict[str, Any]) -> None:
+    """The refusals of Loader options a mixture does not take, without reading any data (what
+    a fleet checks before it starts servers)."""
+    _check_other_options({name: value for name, value in options.items()
+                          if name in _PER_SOURCE or name in _NOT_WITH_MIXTURE})
 
 
 def _check_other_options(others: dict[str, Any]) -> None:

@@ -9,29 +9,32 @@ from pathlib import Path
 from typing import Any
 
 
-def serve(source: str, *, host: str, port: int, token_file: str | None,
+def serve(source: Any, *, host: str, port: int, token_file: str | None,
           tls_cert: str | None, tls_key: str | None, max_streams: int, chunk_batches: int,
           stream_idle_timeout_s: int, loader_options: dict[str, Any],
           transforms_file: str | None, metrics_port: int | None = None,
           trace: str | None = None) -> int:
-    from stoker import _core
+    from stoker import _core, _mixture, _mixture_loader
 
     token = Path(token_file).read_text().strip() if token_file else ""
     if token_file and not token:
         raise ValueError(f"token file '{token_file}' is empty")
     transforms = json.loads(Path(transforms_file).read_text()) if transforms_file else None
     trace_events = _core.DEFAULT_TRACE_EVENTS if trace else 0
+    loader_options = {"transforms": transforms, "trace_events": trace_events, **loader_options}
+    if isinstance(source, _mixture.Mixture):  # the flags it does not take, left unset
+        loader_options = _mixture_loader.given(loader_options)
     loader, server = start(source, serve_options={
         "host": host, "port": port, "token": token, "max_streams": max_streams,
         "chunk_batches": chunk_batches, "stream_idle_timeout_s": stream_idle_timeout_s,
         "tls_cert_pem": Path(tls_cert).read_text() if tls_cert else "",
         "tls_key_pem": Path(tls_key).read_text() if tls_key else ""},
-        loader_options={"transforms": transforms, "trace_events": trace_events,
-                        **loader_options})
+        loader_options=loader_options)
     scheme = "grpc+tls" if tls_cert else "grpc"
-    print(f"stoker serve: listening on {scheme}://{host}:{server.port} "
-          f"({loader.dataset_info()['rows']:,} rows, {len(loader)} batches per epoch for one "
-          f"rank){' with a bearer token' if token else ''}", flush=True)
+    rows = json.loads(server.config())["rows"]
+    print(f"stoker serve: listening on {scheme}://{host}:{server.port} ({rows:,} rows, "
+          f"{len(loader)} batches per epoch for one rank)"
+          f"{' with a bearer token' if token else ''}", flush=True)
     print(f"stoker serve: config {server.config()}", file=sys.stderr, flush=True)
     if metrics_port is not None:
         _serve_metrics(server, loader, host, metrics_port)
@@ -46,33 +49,25 @@ def serve(source: str, *, host: str, port: int, token_file: str | None,
     return 0
 
 
-def start(source: str, *, serve_options: dict[str, Any],
+def start(source: Any, *, serve_options: dict[str, Any],
           loader_options: dict[str, Any]) -> tuple[Any, Any]:
     """A Loader over `source` and a Flight server over it, listening when this returns (on
     `server.port`): what `stoker serve` runs, and each server of a stoker.ray.Fleet.
-    `serve_options` are ServeOptions' fields; `loader_options` stoker.Loader's."""
+    `serve_options` are ServeOptions' fields; `loader_options` stoker.Loader's. A
+    stoker.Mixture is served as its MixtureLoader reads it: any rank's positions, the same
+    batches."""
     import stoker
-    from stoker import _core, _options
+    from stoker import _core, _mixture, _mixture_loader, _options
 
-    refuse_mixture(source)
     options = _core.ServeOptions()
     _options.assign(options, serve_options)
     options.validate()  # before the loader reads the dataset
     # The server delivers Arrow batches of any type; trainers convert them to tensors.
+    if isinstance(source, _mixture.Mixture):
+        mixture = _mixture_loader.MixtureLoader(source, output="arrow", **loader_options)
+        return mixture, _core.Server(mixture._reader, mixture.identity_json(), options)
     loader = stoker.Loader(source, output="arrow", **loader_options)
     return loader, _core.Server(loader._core, options)
-
-
-def refuse_mixture(source: Any) -> None:
-    """A server streams one engine's plan; a mixture is several engines composed in Python."""
-    from stoker import _mixture
-
-    if isinstance(source, _mixture.Mixture):
-        # ValueError, as every refused combination (docs/combinations.md): the type is valid.
-        raise ValueError("a stoker.Mixture cannot be served (yet): "  # noqa: TRY004
-                         "a server streams one "
-                         "source's plan; serve each source and mix on the trainer, or read "
-                         "the mixture with a local stoker.Loader (docs/combinations.md)")
 
 
 class _TraceWriter:

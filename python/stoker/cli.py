@@ -12,7 +12,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import stoker
 from stoker import (
@@ -24,6 +24,7 @@ from stoker import (
     _index_cli,
     _inspect,
     _keywords,
+    _mixture,
     _serve,
     _state_cli,
 )
@@ -99,7 +100,12 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:
         "serve", help="stream batches to trainers over Arrow Flight",
         description="Run an Arrow Flight server that streams this dataset's batches to "
         "stoker.RemoteLoader trainers (docs/serve.md). Stops on Ctrl-C or SIGTERM.")
-    serve.add_argument("source", metavar="SOURCE")
+    serve.add_argument("source", metavar="SOURCE", nargs="?",
+                       help="a file, directory or glob (or --mixture)")
+    serve.add_argument("--mixture", metavar="JSON_FILE",
+                       help="serve a weighted mixture instead of SOURCE: {\"sources\": "
+                            "[{\"path\": ..., \"weight\": ...}, ...], \"stop\": ...} "
+                            "(docs/serve.md)")
     serve.add_argument("--host", default=_SERVE.host, help="bind address (default %(default)s)")
     serve.add_argument("--port", type=int, default=8815,
                        help="port to listen on (default %(default)s; 0 picks a free one)")
@@ -129,8 +135,14 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:
 
 
 def _run_serve(args: argparse.Namespace) -> int:
+    if (args.source is None) == (args.mixture is None):
+        raise ValueError("stoker serve: give SOURCE or --mixture JSON_FILE (one of them)")
+    source: Any = args.source
+    if args.mixture is not None:
+        source = _mixture.from_spec(json.loads(Path(args.mixture).read_text()),
+                                    where=args.mixture)
     return _serve.serve(
-        args.source, host=args.host, port=args.port, token_file=args.token_file,
+        source, host=args.host, port=args.port, token_file=args.token_file,
         tls_cert=args.tls_cert, tls_key=args.tls_key, max_streams=args.max_streams,
         chunk_batches=args.chunk_batches, stream_idle_timeout_s=args.stream_idle_timeout,
         transforms_file=args.transforms, metrics_port=args.metrics_port, trace=args.trace,

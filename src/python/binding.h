@@ -22,6 +22,10 @@
 
 #include "stoker/loader.h"
 
+namespace stoker {
+class MixtureStreams;
+}  // namespace stoker
+
 namespace stoker::python {
 
 namespace nb = nanobind;
@@ -143,6 +147,10 @@ class PyLoader {
 };
 
 // Each file binds its concern into the module.
+/// The streams behind a _core.MixtureReader (mixture.cc), which a Server serves (serve.cc);
+/// TypeError if `reader` is not one.
+std::shared_ptr<const MixtureStreams> MixtureStreamsOf(nb::handle reader);
+
 void BindTensors(nb::module_& m);        // tensors.cc: to_tensors, check_output
 void BindOptions(nb::module_& m);        // options.cc: LoaderOptions, StorageOptions, ServeOptions,
                                          // TransformOp

@@ -17,7 +17,7 @@
 #include "binding.h"
 #include "mixture/mixture_plan.h"
 #include "mixture/mixture_stream.h"
-#include "mixture/padded_stream.h"
+#include "mixture/mixture_streams.h"
 #include "plan/plan.h"
 #include "stoker/options.h"
 
@@ -26,10 +26,11 @@ namespace stoker::python {
 namespace {
 
 /// What stoker.MixtureLoader starts its epochs from: the sources' engine loaders, the plan,
-/// the batch shape, and the tally of what every epoch delivered.
+/// how ranks share an epoch (MixtureStreams), and the tally of what every epoch delivered.
 class MixtureReader {
  public:
-  MixtureReader(const nb::list& sources, const MixturePlan& plan, const std::string& output)
+  MixtureReader(const nb::list& sources, const MixturePlan& plan, const std::string& output,
+                const std::string& mode, bool pad_to_equal_steps)
       : output_(ParseOutput(output)) {
     std::vector<std::shared_ptr<const Loader>> engines;
     for (nb::handle source : sources) {
@@ -38,47 +39,59 @@ class MixtureReader {
     }
     // Recycled buffers, as the engine's own batches: no fresh pages faulted in per batch.
     static arrow::MemoryPool* pool = RecyclingPool::Default(LoaderOptions().ResolvedMemoryPool());
-    config_ = ValueOrThrow(MakeMixtureConfig(engines, plan, pool));
+    auto config = ValueOrThrow(MakeMixtureConfig(engines, plan, pool));
     tally_ = std::make_shared<MixtureTally>(static_cast<int>(loaders_.size()));
+    MixtureSharing sharing;
+    sharing.batch_size = config->batch_size;
+    sharing.drop_last = config->drop_last;
+    sharing.exactly_once = ValueOrThrow(ParseLoaderMode(mode)) == LoaderMode::kEval;
+    sharing.pad_to_equal_steps = pad_to_equal_steps;
+    streams_ = ValueOrThrow(MixtureStreams::Make(std::move(config), sharing, tally_));
   }
 
-  /// Epoch `epoch` over this rank's [begin, end) ranges of positions (rank_share); with
-  /// `padded_batches` >= 0, padded to that many full batches, the first `real_rows` rows real
-  /// (PaddedStream).
-  nb::object StartEpoch(int64_t epoch, const std::vector<std::pair<int64_t, int64_t>>& ranges,
-                        int64_t real_rows, int64_t padded_batches) {
-    std::vector<Segment> segments;
-    for (const auto& [begin, end] : ranges) segments.push_back({begin, end});
+  /// Epoch `epoch` for rank `rank` of `world_size` after the `resumed` (world_size, rows per
+  /// rank) rounds: all of the rank's batches.
+  nb::object StartEpoch(int64_t epoch, const std::vector<std::pair<int, int64_t>>& resumed,
+                        int rank, int world_size) {
+    LoaderImpl::StreamSpec spec;
+    spec.epoch = epoch;
+    spec.rank = rank;
+    spec.world_size = world_size;
+    for (const auto& [round_world_size, rows] : resumed) {
+      spec.resumed.push_back({round_world_size, rows});
+    }
     std::unique_ptr<BatchStream> stream;
     {
       nb::gil_scoped_release release;
-      stream = ValueOrThrow(MixtureStream::Make(config_, epoch, std::move(segments), tally_));
-      if (padded_batches >= 0) {
-        stream = ValueOrThrow(PaddedStream::Make(std::move(stream), real_rows,
-                                                 config_->batch_size, padded_batches,
-                                                 config_->pool));
-      }
+      stream = ValueOrThrow(streams_->StartStream(spec));
     }
     return WrapEpoch(std::move(stream), output_, loaders_.front()->ragged_columns(), loaders_);
   }
 
   std::vector<int64_t> ShuffleWindows() const {
     std::vector<int64_t> out;
-    for (const auto& source : config_->sources) out.push_back(source->options().shuffle_window);
+    for (const auto& source : streams_->config().sources) {
+      out.push_back(source->options().shuffle_window);
+    }
     return out;
   }
-  int NumThreads() const { return config_->num_threads; }
+  int NumThreads() const { return streams_->config().num_threads; }
   std::vector<int64_t> RowsDelivered() const { return tally_->rows(); }
   int64_t BatchesDelivered() const { return tally_->batches(); }
+  const std::shared_ptr<const MixtureStreams>& streams() const { return streams_; }
 
  private:
   Output output_;
   std::vector<std::shared_ptr<Loader>> loaders_;
-  std::shared_ptr<const MixtureConfig> config_;
   std::shared_ptr<MixtureTally> tally_;
+  std::shared_ptr<const MixtureStreams> streams_;
 };
 
 }  // namespace
+
+std::shared_ptr<const MixtureStreams> MixtureStreamsOf(nb::handle reader) {
+  return nb::cast<const MixtureReader&>(reader).streams();
+}
 
 void BindMixture(nb::module_& m) {
   nb::class_<MixturePlan>(m, "MixturePlan",
@@ -117,17 +130,19 @@ void BindMixture(nb::module_& m) {
   nb::class_<MixtureReader>(m, "MixtureReader",
                             "Starts a mixture's epochs (src/mixture/mixture_stream.h) and counts "
                             "what they delivered.")
-      .def(nb::init<const nb::list&, const MixturePlan&, const std::string&>(), nb::arg("sources"),
-           nb::arg("plan"), nb::arg("output"),
+      .def(nb::init<const nb::list&, const MixturePlan&, const std::string&, const std::string&,
+                    bool>(),
+           nb::arg("sources"), nb::arg("plan"), nb::arg("output"), nb::arg("mode") = "train",
+           nb::arg("pad_to_equal_steps") = false,
            "sources: each source's _core.Loader (world size 1, built with the mixture's "
-           "options), read with its share of the mixture's shuffle window.")
-      .def("start_epoch", &MixtureReader::StartEpoch, nb::arg("epoch"), nb::arg("segments"),
-           nb::arg("real_rows") = 0, nb::arg("padded_batches") = -1,
-           "An Epoch of the mixture over this rank's [begin, end) ranges of positions; its "
-           "batches are gathered ahead of the consumer on a thread of its own. With "
-           "padded_batches >= 0 (pad_to_equal_steps), that many batches of batch_size rows, "
-           "the first real_rows real, the rest copies of the last row read, and the _valid "
-           "column.")
+           "options), read with its share of the mixture's shuffle window; mode and "
+           "pad_to_equal_steps: how ranks share an epoch's positions (a Loader's rule).")
+      .def("start_epoch", &MixtureReader::StartEpoch, nb::arg("epoch"), nb::arg("resumed"),
+           nb::arg("rank"), nb::arg("world_size"),
+           "An Epoch of the mixture for this rank after the resumed (world_size, rows per "
+           "rank) rounds; its batches are gathered ahead of the consumer. Padded "
+           "(pad_to_equal_steps): batch_size rows each, copies of the plan's pad position's "
+           "row after the real ones, and the _valid column.")
       .def_prop_ro("shuffle_windows", &MixtureReader::ShuffleWindows,
                    "Each source's share of the mixture's shuffle window, in rows.")
       .def_prop_ro("num_threads", &MixtureReader::NumThreads,

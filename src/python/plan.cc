@@ -119,25 +119,6 @@ void BindPlan(nb::module_& m) {
       "min(batch_size, rank_rows - b * batch_size) of them, however many a skipped unit left "
       "out.");
   m.def(
-      "rank_share",
-      [](int64_t total_rows, const Rounds& resumed, int world_size, int rank, int64_t batch_size,
-         bool drop_last, const std::string& mode, bool pad_to_equal_steps) {
-        std::vector<std::pair<int64_t, int64_t>> segments;
-        const auto plan = RankPlan(total_rows, resumed, world_size, rank, batch_size, drop_last,
-                                   mode, pad_to_equal_steps);
-        if (!plan.has_value()) return nb::make_tuple(segments, 0, 0, -1);
-        for (const Segment& s : plan->segments()) segments.emplace_back(s.begin, s.end);
-        const int64_t pad_position =
-            plan->rank_rows() > plan->real_rows() ? plan->Position(plan->real_rows()) : -1;
-        return nb::make_tuple(segments, plan->real_rows(), plan->num_batches(), pad_position);
-      },
-      nb::arg("total_rows"), nb::arg("resumed"), nb::arg("world_size"), nb::arg("rank"),
-      nb::arg("batch_size"), nb::arg("drop_last"), nb::arg("mode"), nb::arg("pad_to_equal_steps"),
-      "Rank `rank`'s share of an epoch of `total_rows` positions after the `resumed` rounds, "
-      "in mode \"train\" or \"eval\" (with its padding), as (segments, real rows, batches, "
-      "pad position): the [begin, end) ranges it reads, their rows, its batches, and the "
-      "position its padding copies (-1 without padding).");
-  m.def(
       "batches_per_rank",
       [](int64_t rows, int64_t batch_size, bool drop_last) {
         if (batch_size < 1) throw nb::value_error("batch_size must be >= 1");

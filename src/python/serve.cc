@@ -14,6 +14,7 @@
 
 #include "loader/loader_internal.h"
 #include "python/binding.h"
+#include "serve/stream_source.h"
 #include "serve/ticket.h"
 #include "stoker/flight_service.h"
 
@@ -26,6 +27,11 @@ class PyServer {
  public:
   PyServer(const PyLoader& loader, ServeOptions options)
       : service_(ValueOrThrow(FlightService::Make(loader.engine(), std::move(options)))) {}
+  PyServer(std::shared_ptr<const MixtureStreams> mixture, std::string identity_json,
+           ServeOptions options)
+      : service_(ValueOrThrow(MakeFlightService(
+            ValueOrThrow(MixtureStreamSource(std::move(mixture), std::move(identity_json))),
+            std::move(options)))) {}
 
   int Port() const { return service_->port(); }
   std::string Config() const { return service_->config_json(); }
@@ -81,6 +87,16 @@ void BindServe(nb::module_& m) {
   nb::class_<PyServer>(m, "Server")
       .def(nb::init<const PyLoader&, ServeOptions>(), nb::arg("loader"), nb::arg("options"),
            ReleaseGil())
+      .def(
+          "__init__",
+          [](PyServer* self, nb::handle mixture, std::string identity_json, ServeOptions options) {
+            auto streams = MixtureStreamsOf(mixture);
+            nb::gil_scoped_release release;
+            new (self) PyServer(std::move(streams), std::move(identity_json), std::move(options));
+          },
+          nb::arg("mixture"), nb::arg("identity_json"), nb::arg("options"),
+          "A server over a _core.MixtureReader's streams, advertising identity_json (the "
+          "mixture loader's identity as a JSON object) with its digest and chunk added.")
       .def_prop_ro("port", &PyServer::Port)
       .def("config", &PyServer::Config)
       .def("stats", &PyServer::Stats, "The server's counters (docs/observability.md).")

@@ -15,6 +15,7 @@
 #include "manifest/manifest.h"
 #include "plan/plan.h"
 #include "serve/selection.h"
+#include "serve/stream_source.h"
 #include "serve/ticket.h"
 #include "transform/transform_spec.h"
 #include "util/json.h"
@@ -182,11 +183,11 @@ class StreamRegistry {
 
 class StokerFlightServer final : public flight::FlightServerBase, public FlightService {
  public:
-  StokerFlightServer(std::shared_ptr<Loader> loader, ServeOptions options)
-      : loader_(std::move(loader)),
+  StokerFlightServer(std::shared_ptr<const StreamSource> source, ServeOptions options)
+      : source_(std::move(source)),
         options_(std::move(options)),
-        config_digest_(StreamConfigDigest(*loader_)),
-        config_json_(StreamConfigJson(*loader_, options_.chunk_batches)) {}
+        config_digest_(source_->config_digest()),
+        config_json_(source_->config_json(options_.chunk_batches)) {}
 
   arrow::Status Start() {
     flight::Location location;
@@ -264,9 +265,9 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
       // Body: a ticket; answer: how many batches that stream (and its whole plan) has.
       const std::string ticket = action.body ? action.body->ToString() : "";
       ARROW_ASSIGN_OR_RAISE(auto spec, CheckedTicket(ticket));
-      ARROW_ASSIGN_OR_RAISE(auto planned, Internal(*loader_).PlanStream(spec));
-      body = "{\"plan_batches\":" + std::to_string(planned.first.num_batches()) +
-             ",\"stream_batches\":" + std::to_string(planned.second.size()) + "}";
+      ARROW_ASSIGN_OR_RAISE(auto planned, source_->PlanStream(spec));
+      body = "{\"plan_batches\":" + std::to_string(planned.first) +
+             ",\"stream_batches\":" + std::to_string(planned.second) + "}";
     } else {
       return arrow::Status::NotImplemented("unknown action '", action.type,
                                            "'; this server answers 'config' and 'plan'");
@@ -296,7 +297,7 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
           flight::FlightStatusCode::Unavailable,
           "server busy: it serves at most " + std::to_string(options_.max_streams) + " streams");
     }
-    auto started = Internal(*loader_).StartStream(spec);
+    auto started = source_->StartStream(spec);
     if (!started.ok()) {
       active_->fetch_sub(1);
       counters_->bad_tickets.fetch_add(1, std::memory_order_relaxed);
@@ -304,7 +305,7 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
     }
     counters_->streams_started.fetch_add(1, std::memory_order_relaxed);
     auto reader =
-        std::make_shared<StreamReader>(std::move(*started), loader_->schema(), active_, counters_);
+        std::make_shared<StreamReader>(std::move(*started), source_->schema(), active_, counters_);
     streams_.Add(reader);
     *stream = std::make_unique<flight::RecordBatchStream>(reader);
     return arrow::Status::OK();
@@ -360,14 +361,14 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
       endpoints.push_back(std::move(endpoint));
     }
     const bool by_command = descriptor.type != flight::FlightDescriptor::PATH;
-    const int64_t rows = selection.world_size == 1 ? loader_->num_rows() : -1;
+    const int64_t rows = selection.world_size == 1 ? source_->num_rows() : -1;
     return flight::FlightInfo::Make(
-        *loader_->schema(),
+        *source_->schema(),
         by_command ? flight::FlightDescriptor::Command(config_json_) : descriptor, endpoints, rows,
         -1, /*ordered=*/endpoints.size() == 1);
   }
 
-  std::shared_ptr<Loader> loader_;
+  std::shared_ptr<const StreamSource> source_;
   ServeOptions options_;
   std::string config_digest_;
   std::string config_json_;
@@ -396,12 +397,18 @@ arrow::Status ServeOptions::Validate() const {
   return arrow::Status::OK();
 }
 
-arrow::Result<std::unique_ptr<FlightService>> FlightService::Make(std::shared_ptr<Loader> loader,
-                                                                  ServeOptions options) {
+arrow::Result<std::unique_ptr<FlightService>> MakeFlightService(
+    std::shared_ptr<const StreamSource> source, ServeOptions options) {
   ARROW_RETURN_NOT_OK(options.Validate());
-  auto server = std::make_unique<StokerFlightServer>(std::move(loader), std::move(options));
+  if (source == nullptr) return arrow::Status::Invalid("a server needs something to serve");
+  auto server = std::make_unique<StokerFlightServer>(std::move(source), std::move(options));
   ARROW_RETURN_NOT_OK(server->Start());
   return server;
+}
+
+arrow::Result<std::unique_ptr<FlightService>> FlightService::Make(std::shared_ptr<Loader> loader,
+                                                                  ServeOptions options) {
+  return MakeFlightService(LoaderStreamSource(std::move(loader)), std::move(options));
 }
 
 }  // namespace stoker

@@ -15,12 +15,14 @@ OPTIONS = {"batch_size": 700, "seed": 21, "shuffle_window": 4000}
 class Server:
     """`stoker serve` in a child process."""
 
-    def __init__(self, source: Path, *extra: str, port: int = 0) -> None:
-        self.args = [sys.executable, "-m", "stoker", "serve", str(source), "--port", str(port),
+    def __init__(self, source: Path, *extra: str, port: int = 0, mixture: bool = False) -> None:
+        """`source` with the COLUMNS; with `mixture`, no source and no columns (`extra` gives
+        --mixture and its spec, whose sources choose their columns)."""
+        what = [] if mixture else [str(source), "--columns", ",".join(COLUMNS)]
+        self.args = [sys.executable, "-m", "stoker", "serve", *what, "--port", str(port),
                      "--batch-size", str(OPTIONS["batch_size"]), "--seed", str(OPTIONS["seed"]),
-                     "--shuffle-window", str(OPTIONS["shuffle_window"]),
-                     "--columns", ",".join(COLUMNS), "--num-threads", "1", "--chunk-batches",
-                     "3", *extra]
+                     "--shuffle-window", str(OPTIONS["shuffle_window"]), "--num-threads", "1",
+                     "--chunk-batches", "3", *extra]
         self.start()
 
     def start(self) -> None:

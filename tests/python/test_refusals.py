@@ -10,7 +10,6 @@ import pyarrow.compute as pc
 import pytest
 import stoker
 from serve_support import COLUMNS, OPTIONS
-from stoker import _serve
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "combinations.md"
 
@@ -55,9 +54,9 @@ def _cases(criteo: Path) -> dict[str, tuple[type[Exception], object]]:
         "ValueError: mode='eval' cannot be used with a stratified Mixture":
             (ValueError, lambda: stoker.Loader(_mixture(criteo, stratified=True), batch_size=64,
                                                mode="eval")),
-        "ValueError: a stoker.Mixture cannot be served (yet)":
-            (ValueError, lambda: _serve.start(_mixture(criteo), serve_options={"port": 0},
-                                              loader_options={"batch_size": 64})),
+        "ValueError: device= with output='torch' is not supported with a Mixture (yet)":
+            (ValueError, lambda: stoker.Loader(_mixture(criteo), batch_size=64, output="torch",
+                                               device="cuda")),
     }
 
 

@@ -8,7 +8,7 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from stoker import _serve, _tables
+from stoker import _mixture, _mixture_loader, _tables
 from stoker.ray._controller import FleetController
 
 # The Ray namespace fleets are named in, so that any job of the cluster finds one by name.
@@ -61,10 +61,13 @@ class Fleet:
         """
         if num_servers < 1:
             raise ValueError(f"num_servers must be >= 1, got {num_servers}")
-        _serve.refuse_mixture(source)
-        # A Delta or Iceberg table is resolved here, once: every server reads that snapshot,
-        # and no catalog has to travel to them.
-        source = _tables.resolved(source, loader_options.get("storage_options"))
+        if isinstance(source, _mixture.Mixture):  # its refusals here, not as a dead server
+            _mixture_loader.check_options(loader_options)
+        # A Delta or Iceberg table (a mixture's sources' too) is resolved here, once: every
+        # server reads that snapshot, and no catalog has to travel to them.
+        storage = loader_options.get("storage_options")
+        source = (source.resolved(storage) if isinstance(source, _mixture.Mixture)
+                  else _tables.resolved(source, storage))
         name = name or f"fleet-{uuid.uuid4().hex[:8]}"
         loader_options.setdefault("num_threads", max(1, int(num_cpus)))
         serve_options = {"port": 0, "token": token or "", "chunk_batches": chunk_batches,

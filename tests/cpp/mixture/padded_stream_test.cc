@@ -79,11 +79,24 @@ std::vector<bool> Valid(const arrow::RecordBatch& batch) {
   return out;
 }
 
+/// A pad row reader that hands out row `id` (a CountingStream's, so "r<id>" and [id, id])
+/// and counts its calls.
+PaddedStream::PadRow PadRowOf(int64_t id, int* calls) {
+  return [id, calls]() -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> {
+    ++*calls;
+    CountingStream rows({id + 1});
+    ARROW_ASSIGN_OR_RAISE(auto batch, rows.Next());
+    return batch->Slice(id, 1);
+  };
+}
+
 TEST(PaddedStream, FillsTheLastRealBatchAndAddsWholeBatchesOfCopies) {
-  // 10 real rows in batches of 4: 4, 4, 2; padded to 4 batches.
-  auto stream = PaddedStream::Make(std::make_unique<CountingStream>(std::vector<int64_t>{4, 4, 2}),
-                                   10, 4, 4, arrow::default_memory_pool())
-                    .ValueOrDie();
+  // 10 real rows in batches of 4: 4, 4, 2; padded to 4 batches with row 9 (the share's last).
+  int calls = 0;
+  auto stream =
+      PaddedStream::Make(std::make_unique<CountingStream>(std::vector<int64_t>{4, 4, 2}),
+                         {4, 4, 2, 0}, 4, PadRowOf(9, &calls), arrow::default_memory_pool())
+          .ValueOrDie();
   EXPECT_EQ(stream->num_batches(), 4);
   const auto batches = ReadAll(*stream);
   ASSERT_EQ(batches.size(), 4u);
@@ -99,52 +112,81 @@ TEST(PaddedStream, FillsTheLastRealBatchAndAddsWholeBatchesOfCopies) {
     EXPECT_EQ(batch->schema()->field(3)->name(), kValidColumn);
     EXPECT_FALSE(batch->schema()->field(3)->nullable());
   }
-  // Variable-width columns are copied whole: the padding's string and list are the last row's.
+  // Variable-width columns are copied whole: the padding's string and list are the pad row's.
   const auto& names = static_cast<const arrow::StringArray&>(*batches[3]->column(1));
   EXPECT_EQ(names.GetString(3), "r9");
   const auto& lists = static_cast<const arrow::ListArray&>(*batches[2]->column(2));
   EXPECT_EQ(lists.value_slice(3)->ToString(), lists.value_slice(1)->ToString());
   EXPECT_EQ(stream->planned_rows_delivered(), 16);
+  EXPECT_EQ(calls, 1);  // read once, when the first copy was needed
 }
 
-TEST(PaddedStream, ARankWithoutRealRowsCopiesTheOneRowItReads) {
-  auto stream = PaddedStream::Make(std::make_unique<CountingStream>(std::vector<int64_t>{1}), 0,
-                                   3, 2, arrow::default_memory_pool())
+TEST(PaddedStream, PadsWithThePadRowNotTheLastRowRead) {
+  // A server's share of a rank's batches: batch 1 of 2 only (4 real rows, then padding).
+  int calls = 0;
+  auto stream = PaddedStream::Make(std::make_unique<CountingStream>(std::vector<int64_t>{1}), {1},
+                                   3, PadRowOf(7, &calls), arrow::default_memory_pool())
+                    .ValueOrDie();
+  const auto batches = ReadAll(*stream);
+  ASSERT_EQ(batches.size(), 1u);
+  EXPECT_EQ(Ids(*batches[0]), (std::vector<int64_t>{0, 7, 7}));
+  EXPECT_EQ(Valid(*batches[0]), (std::vector<bool>{true, false, false}));
+}
+
+TEST(PaddedStream, ARankWithoutRealRowsCopiesThePadRowOnly) {
+  int calls = 0;
+  auto stream = PaddedStream::Make(std::make_unique<CountingStream>(std::vector<int64_t>{}), {0, 0},
+                                   3, PadRowOf(5, &calls), arrow::default_memory_pool())
                     .ValueOrDie();
   const auto batches = ReadAll(*stream);
   ASSERT_EQ(batches.size(), 2u);
   for (const auto& batch : batches) {
-    EXPECT_EQ(Ids(*batch), (std::vector<int64_t>{0, 0, 0}));
+    EXPECT_EQ(Ids(*batch), (std::vector<int64_t>{5, 5, 5}));
     EXPECT_EQ(Valid(*batch), (std::vector<bool>{false, false, false}));
+    EXPECT_EQ(batch->schema()->num_fields(), 4);
   }
+  EXPECT_EQ(calls, 1);
 }
 
-TEST(PaddedStream, WholeRealBatchesPassThroughWithTheMask) {
-  auto stream = PaddedStream::Make(std::make_unique<CountingStream>(std::vector<int64_t>{3, 3}), 6,
-                                   3, 2, arrow::default_memory_pool())
+TEST(PaddedStream, WholeRealBatchesPassThroughWithoutReadingThePadRow) {
+  int calls = 0;
+  auto stream = PaddedStream::Make(std::make_unique<CountingStream>(std::vector<int64_t>{3, 3}),
+                                   {3, 3}, 3, PadRowOf(0, &calls), arrow::default_memory_pool())
                     .ValueOrDie();
   const auto batches = ReadAll(*stream);
   ASSERT_EQ(batches.size(), 2u);
   EXPECT_EQ(Ids(*batches[1]), (std::vector<int64_t>{3, 4, 5}));
   EXPECT_EQ(Valid(*batches[1]), (std::vector<bool>{true, true, true}));
   EXPECT_EQ(stream->planned_rows_delivered(), 6);
+  EXPECT_EQ(calls, 0);
 }
 
 TEST(PaddedStream, RefusesWhatCannotBePadded) {
-  auto make = [](int64_t real, int64_t batch, int64_t batches) {
-    return PaddedStream::Make(std::make_unique<CountingStream>(std::vector<int64_t>{}), real,
-                              batch, batches, arrow::default_memory_pool())
+  int calls = 0;
+  auto make = [&calls](std::vector<int64_t> real, int64_t batch) {
+    return PaddedStream::Make(std::make_unique<CountingStream>(std::vector<int64_t>{}),
+                              std::move(real), batch, PadRowOf(0, &calls),
+                              arrow::default_memory_pool())
         .status();
   };
-  EXPECT_TRUE(make(9, 4, 2).IsInvalid());  // more real rows than the batches hold
-  EXPECT_TRUE(make(1, 0, 2).IsInvalid());
-  // An inner stream that delivers nothing leaves no row to copy: an error, not a crash.
-  auto empty = PaddedStream::Make(std::make_unique<CountingStream>(std::vector<int64_t>{}), 0, 2,
-                                  1, arrow::default_memory_pool())
-                   .ValueOrDie();
-  auto next = empty->Next();
+  EXPECT_TRUE(make({5}, 4).IsInvalid());  // more real rows than a batch holds
+  EXPECT_TRUE(make({1}, 0).IsInvalid());
+  // A stream that gives fewer rows than the batch's real ones: an error, not a crash.
+  auto short_stream = PaddedStream::Make(std::make_unique<CountingStream>(std::vector<int64_t>{2}),
+                                         {3}, 4, PadRowOf(0, &calls), arrow::default_memory_pool())
+                          .ValueOrDie();
+  auto next = short_stream->Next();
   ASSERT_FALSE(next.ok());
-  EXPECT_NE(next.status().message().find("padding needs a row to copy"), std::string::npos);
+  EXPECT_NE(next.status().message().find("expected 3 real rows"), std::string::npos);
+  // A pad row reader that gives no row: an error naming it.
+  auto no_row = PaddedStream::Make(
+                    std::make_unique<CountingStream>(std::vector<int64_t>{}), {0}, 2,
+                    []() -> arrow::Result<std::shared_ptr<arrow::RecordBatch>> { return nullptr; },
+                    arrow::default_memory_pool())
+                    .ValueOrDie();
+  next = no_row->Next();
+  ASSERT_FALSE(next.ok());
+  EXPECT_NE(next.status().message().find("padding needs the one row"), std::string::npos);
 }
 
 }  // namespace
