@@ -124,6 +124,11 @@ def main() -> None:
     parser.add_argument("--row-group-rows", type=int, default=1_000)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--baseline-python",
+                        help="a Python whose stoker is another build (a before/after): its "
+                             "three readers run beside this one's")
+    parser.add_argument("--baseline-label", default="baseline",
+                        help="what the tables call the baseline build")
     parser.add_argument("--json", help="write the results here too")
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -149,22 +154,27 @@ def main() -> None:
         if args.dataset is None:
             child(args.petastorm_python, "write", dataset, "-")
         url = Path(dataset).resolve().as_uri()
-        cases = [("petastorm", "make_reader", args.petastorm_python),
-                 ("petastorm", "make_batch_reader", args.petastorm_python),
-                 ("stoker", "make_reader", sys.executable),
-                 ("stoker", "make_batch_reader", sys.executable),
-                 ("stoker", "make_loader", sys.executable)]
-        results = []
-        for kind, reader, python in cases:
-            rates, loads = [], []
-            for _ in range(args.repeats):
+        cases = [("petastorm", "petastorm", "make_reader", args.petastorm_python),
+                 ("petastorm", "petastorm", "make_batch_reader", args.petastorm_python)]
+        builds = [("stoker", sys.executable)]
+        if args.baseline_python:
+            builds.insert(0, (f"stoker ({args.baseline_label})", args.baseline_python))
+        for reader in ("make_reader", "make_batch_reader", "make_loader"):
+            cases += [(label, "stoker", reader, python) for label, python in builds]
+        runs: dict[int, list] = {i: [] for i in range(len(cases))}
+        # Round robin: each repeat runs every case once, so drift in the machine's load
+        # reaches every case alike.
+        for _ in range(args.repeats):
+            for i, (_, kind, reader, python) in enumerate(cases):
                 before = load()
                 run = child(python, kind, url, reader)
-                loads.append((before, load()))
-                rates.append(run["rows"] / run["seconds"])
-            results.append({"loader": kind, "reader": reader, "rows": run["rows"],
+                runs[i].append((run, (before, load())))
+        results = []
+        for i, (label, _, reader, _) in enumerate(cases):
+            rates = [run["rows"] / run["seconds"] for run, _ in runs[i]]
+            results.append({"loader": label, "reader": reader, "rows": runs[i][-1][0]["rows"],
                             "rows_per_second": rates, "median": statistics.median(rates),
-                            "load_average": loads})
+                            "load_average": [loads for _, loads in runs[i]]})
     print(f"{args.rows} rows (png 64x64x3, compressed float32 32x32, float32 128), "
           f"{args.threads} threads, {args.repeats} runs each, {os.cpu_count()} CPUs")
     print("| loader | reader | rows/s, median (runs) | 1-min load before → after each run |")

@@ -4,8 +4,9 @@
 The lake holds the same 3,000 rows (id, x, label, part, emb: an ndarray-codec float32[4]) as
 each source kind the matrix names: a plain directory, a hive-partitioned one, a Delta table
 (version 0), an Iceberg table (its snapshot), the directory on the tests' S3 server, and a
-weighted mixture of the directory with a second one (ids from 10,000). A damaged lake is the
-same with one row group of one data file of every source overwritten (its page header)."""
+weighted mixture of the directory with a Delta table of 1,200 more rows (ids from 10,000). A
+damaged lake is the same with one row group of one data file of every source overwritten (its
+page header), and in the directory (and on S3) a file whose footer cannot be read."""
 
 from __future__ import annotations
 
@@ -164,8 +165,11 @@ class Lake:
         table = rows(0, ROWS)
         self.directory = root / "directory"
         files = write_directory(self.directory, table, 3)
+        # The mixture's second source: a Delta table (a table as a mixture source).
         self.other = root / "other"
-        other_files = write_directory(self.other, rows(10_000, 1200), 2)
+        import deltalake
+
+        deltalake.write_deltalake(str(self.other), rows(10_000, 1200), partition_by=["part"])
         self.hive = root / "hive"
         hive_files = []
         for part in range(3):
@@ -175,13 +179,15 @@ class Lake:
             pq.write_table(table.filter(pc.equal(table["part"], part)).drop(["part"]),
                            hive_files[-1], row_group_size=ROW_GROUP)
         self.delta = root / "delta"
-        import deltalake
-
         deltalake.write_deltalake(str(self.delta), table, partition_by=["part"])
         self.iceberg_catalog = self._iceberg(table)
         if damaged:
-            for path in [files[1], other_files[1], hive_files[1]]:
+            for path in [files[1], hive_files[1]]:
                 damage_row_group(path, 1)
+            damage_row_group(min(self.other.rglob("*.parquet")), 0)
+            # And a file whose footer cannot be read, in the directory (and its S3 copy).
+            files.append(self.directory / "part-9.parquet")
+            files[-1].write_bytes(b"PAR1" + b"\0" * 64 + b"not a footer" + b"PAR1")
             damage_row_group(min(self.delta.rglob("*.parquet")), 0)
             damage_row_group(min((root / "warehouse").rglob("*.parquet")), 0)
         self.s3_prefix = f"matrix/{'damaged' if damaged else 'intact'}"

@@ -114,7 +114,8 @@ def source_and_options(case: Case, lake: Lake) -> tuple[Any, dict[str, Any]]:
             options["codecs"] = CODECS
         return stoker.Mixture([
             stoker.Source(lake.directory, weight=0.6, columns=columns, name="a", **row_work),
-            stoker.Source(lake.other, weight=0.4, columns=columns, name="b", **row_work)],
+            stoker.Source(stoker.delta_table(lake.other, version=0), weight=0.4,
+                          columns=columns, name="b", **row_work)],
         ), options
     source, extra = lake.source(case.source)
     options.update(extra, columns=columns, **row_work)
