@@ -101,7 +101,11 @@ def _add_serve(commands: argparse._SubParsersAction) -> None:
         description="Run an Arrow Flight server that streams this dataset's batches to "
         "stoker.RemoteLoader trainers (docs/serve.md). Stops on Ctrl-C or SIGTERM.")
     serve.add_argument("source", metavar="SOURCE", nargs="?",
-                       help="a file, directory or glob (or --mixture)")
+                       help="a file, directory or glob; delta://PATH_OR_S3_URI for a Delta "
+                            "table (pinned with --delta-version); or --mixture")
+    serve.add_argument("--delta-version", type=_int_at_least(0), metavar="N",
+                       help="the version of a delta:// SOURCE to serve (default: the latest "
+                            "when the server starts; either way the version is pinned)")
     serve.add_argument("--mixture", metavar="JSON_FILE",
                        help="serve a weighted mixture instead of SOURCE: {\"sources\": "
                             "[{\"path\": ..., \"weight\": ...}, ...], \"stop\": ...} "
@@ -138,6 +142,11 @@ def _run_serve(args: argparse.Namespace) -> int:
     if (args.source is None) == (args.mixture is None):
         raise ValueError("stoker serve: give SOURCE or --mixture JSON_FILE (one of them)")
     source: Any = args.source
+    if args.delta_version is not None and not str(source).startswith("delta://"):
+        raise ValueError("stoker serve: --delta-version needs a delta:// SOURCE")
+    if source is not None and source.startswith("delta://"):
+        # The Loader resolves it once, when it is made: every batch served is of one version.
+        source = stoker.delta_table(source, version=args.delta_version)
     if args.mixture is not None:
         source = _mixture.from_spec(json.loads(Path(args.mixture).read_text()),
                                     where=args.mixture)

@@ -15,7 +15,8 @@ OPTIONS = {"batch_size": 700, "seed": 21, "shuffle_window": 4000}
 class Server:
     """`stoker serve` in a child process."""
 
-    def __init__(self, source: Path, *extra: str, port: int = 0, mixture: bool = False) -> None:
+    def __init__(self, source: Path | str, *extra: str, port: int = 0,
+                 mixture: bool = False) -> None:
         """`source` with the COLUMNS; with `mixture`, no source and no columns (`extra` gives
         --mixture and its spec, whose sources choose their columns)."""
         what = [] if mixture else [str(source), "--columns", ",".join(COLUMNS)]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -55,6 +56,34 @@ def test_serve_takes_every_loader_option_a_command_line_can_spell(criteo: Path,
         reference = stoker.Loader(criteo, columns=COLUMNS, rank=rank, world_size=3,
                                   mode="eval", pad_to_equal_steps=True, **OPTIONS)
         assert_same_batches(list(remote), list(reference))
+
+
+def test_serve_pins_a_delta_table_version(criteo: Path, tmp_path: Path) -> None:
+    """`stoker serve delta://PATH --delta-version 0` serves version 0 after the table grew:
+    the local Loader's batches over the pinned version, not the latest's."""
+    deltalake = pytest.importorskip("deltalake")
+    import pyarrow.dataset as ds
+
+    table = ds.dataset(criteo).to_table(columns=COLUMNS)
+    path = tmp_path / "events"
+    deltalake.write_deltalake(str(path), table.slice(0, 6000))
+    deltalake.write_deltalake(str(path), table.slice(6000, 3000), mode="append")
+    server = Server(f"delta://{path}", "--delta-version", "0")
+    try:
+        for rank in range(2):
+            remote = stoker.RemoteLoader([server.location], rank=rank, world_size=2, **OPTIONS)
+            local = stoker.Loader(stoker.delta_table(path, version=0), columns=COLUMNS,
+                                  rank=rank, world_size=2, **OPTIONS)
+            batches = list(remote)
+            assert_same_batches(batches, list(local))
+        assert remote._servers.config["rows"] == 6000
+    finally:
+        server.stop()
+    with pytest.raises(subprocess.CalledProcessError) as error:
+        subprocess.run([sys.executable, "-m", "stoker", "serve", str(criteo), "--batch-size",
+                        "8", "--delta-version", "1"], check=True, capture_output=True,
+                       text=True)
+    assert "--delta-version needs a delta:// SOURCE" in error.value.stderr
 
 
 def test_torch_output(criteo: Path, servers) -> None:
