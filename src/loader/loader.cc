@@ -355,25 +355,34 @@ arrow::Result<std::unique_ptr<BatchStream>> LoaderImpl::StartEpoch(
   return StartStream(spec);
 }
 
+arrow::Status LoaderImpl::StreamSpec::Validate() const {
+  if (epoch < 0) return arrow::Status::Invalid("epoch must be >= 0, got ", epoch);
+  ARROW_RETURN_NOT_OK(ValidateRank(rank, world_size));
+  if (shards < 1 || shard < 0 || shard >= shards || chunk < 1 || first_batch < 0) {
+    return arrow::Status::Invalid("invalid stream shard ", shard, " of ", shards, " (chunk ", chunk,
+                                  ", first batch ", first_batch, ")");
+  }
+  return arrow::Status::OK();
+}
+
+std::vector<int64_t> LoaderImpl::StreamSpec::Batches(int64_t plan_batches) const {
+  std::vector<int64_t> batches;
+  for (int64_t b = first_batch; b < plan_batches; ++b) {
+    if ((b / chunk) % shards == shard) batches.push_back(b);
+  }
+  return batches;
+}
+
 arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> LoaderImpl::PlanStream(
     const StreamSpec& spec) const {
-  if (spec.epoch < 0) return arrow::Status::Invalid("epoch must be >= 0, got ", spec.epoch);
-  ARROW_RETURN_NOT_OK(ValidateRank(spec.rank, spec.world_size));
-  if (spec.shards < 1 || spec.shard < 0 || spec.shard >= spec.shards || spec.chunk < 1 ||
-      spec.first_batch < 0) {
-    return arrow::Status::Invalid("invalid stream shard ", spec.shard, " of ", spec.shards,
-                                  " (chunk ", spec.chunk, ", first batch ", spec.first_batch, ")");
-  }
+  ARROW_RETURN_NOT_OK(spec.Validate());
   PlanConfig config = MakePlanConfig(spec.epoch);
   config.resumed = spec.resumed;
   config.rank = spec.rank;
   config.world_size = spec.world_size;
   config.batch_ends = spec.batch_ends;
   ARROW_ASSIGN_OR_RAISE(auto plan, EpochPlan::Make(unit_rows_, config));
-  std::vector<int64_t> batches;
-  for (int64_t b = spec.first_batch; b < plan.num_batches(); ++b) {
-    if ((b / spec.chunk) % spec.shards == spec.shard) batches.push_back(b);
-  }
+  std::vector<int64_t> batches = spec.Batches(plan.num_batches());
   return std::make_pair(std::move(plan), std::move(batches));
 }
 

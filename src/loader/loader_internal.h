@@ -73,6 +73,11 @@ class LoaderImpl final : public Loader {
     /// own). How a mixture's sources write into the mixed batches.
     std::vector<int64_t> batch_ends;
     std::shared_ptr<const BatchTargets> targets;
+
+    /// An error naming what is out of range: the epoch, the rank and world size, the share.
+    arrow::Status Validate() const;
+    /// The batches of a plan of `plan_batches` this stream delivers.
+    std::vector<int64_t> Batches(int64_t plan_batches) const;
   };
   /// The plan a stream follows, and the batches of it the stream delivers.
   arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> PlanStream(

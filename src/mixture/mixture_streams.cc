@@ -42,13 +42,7 @@ MixtureStreams::MixtureStreams(std::shared_ptr<const MixtureConfig> config, Mixt
 
 arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> MixtureStreams::PlanStream(
     const LoaderImpl::StreamSpec& spec) const {
-  if (spec.epoch < 0) return arrow::Status::Invalid("epoch must be >= 0, got ", spec.epoch);
-  ARROW_RETURN_NOT_OK(ValidateRank(spec.rank, spec.world_size));
-  if (spec.shards < 1 || spec.shard < 0 || spec.shard >= spec.shards || spec.chunk < 1 ||
-      spec.first_batch < 0) {
-    return arrow::Status::Invalid("invalid stream shard ", spec.shard, " of ", spec.shards,
-                                  " (chunk ", spec.chunk, ", first batch ", spec.first_batch, ")");
-  }
+  ARROW_RETURN_NOT_OK(spec.Validate());
   // The positions as one unit, in order: the plan's sharing rule without a shuffle of its own
   // (the mixture's plan and the sources' engines shuffle).
   PlanConfig plan_config;
@@ -63,10 +57,7 @@ arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> MixtureStreams::PlanSt
   plan_config.exactly_once = sharing_.exactly_once;
   plan_config.pad_to_equal_steps = sharing_.pad_to_equal_steps;
   ARROW_ASSIGN_OR_RAISE(auto plan, EpochPlan::Make({num_rows()}, plan_config));
-  std::vector<int64_t> batches;
-  for (int64_t b = spec.first_batch; b < plan.num_batches(); ++b) {
-    if ((b / spec.chunk) % spec.shards == spec.shard) batches.push_back(b);
-  }
+  std::vector<int64_t> batches = spec.Batches(plan.num_batches());
   return std::make_pair(std::move(plan), std::move(batches));
 }
 
