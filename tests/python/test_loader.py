@@ -302,7 +302,10 @@ def test_interpreter_exit_mid_epoch_is_clean(criteo: Path) -> None:
 
 def test_ctrl_c_interrupts_a_waiting_consumer(tmp_path: Path, criteo: Path) -> None:
     proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import sys, stoker
+        import signal, sys, stoker
+        # Python's own handler, even when this job was started with SIGINT ignored (the
+        # background of a non-interactive shell), which a Python started so would keep.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         loader = stoker.Loader({str(criteo)!r}, batch_size=8, num_threads=1, prefetch=1)
         print("ready", flush=True)
         try:

@@ -89,6 +89,10 @@ def test_an_error_in_batch_transform_is_raised_and_the_threads_are_joined(criteo
 def test_keyboard_interrupt_ends_the_loop_and_the_process(criteo: Path, transform: bool) -> None:
     result = run_case(criteo, f"""
         import signal
+        # A job started in the background of a non-interactive shell (nohup ... &) ignores
+        # SIGINT, and a Python started so keeps ignoring it: take Python's own handler, as an
+        # interactive run has.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         slow = lambda batch: (time.sleep(0.01), batch)[1]
         loader = stoker.Loader(SOURCE, batch_transform=slow if {transform} else None, **OPTIONS)
         base = warm(loader)
