@@ -36,7 +36,7 @@ if [ ! -e "$marker" ]; then
   cp /etc/resolv.conf "$root/etc/resolv.conf"
   start=$SECONDS
   chroot "$root" /usr/bin/env DEBIAN_FRONTEND=noninteractive bash -c \
-    "apt-get update -qq && apt-get install -y -qq --no-install-recommends ${packages[*]}" \
+    "apt-get update -qq && apt-get install -y -qq --no-install-recommends ${packages[*]} && apt-get clean" \
     >"$root.apt.log" 2>&1 || { tail -30 "$root.apt.log"; exit 1; }
   echo "trixie root: apt $((SECONDS - start)) s"
   touch "$marker"
@@ -67,4 +67,5 @@ mkdir -p "$root/dev/shm"
 chroot "$root" /usr/bin/env -i HOME=/root PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin \
   LANG=C.UTF-8 PIP_CERT=/etc/ssl/certs/stoker-host-ca.crt PIP_DISABLE_PIP_VERSION_CHECK=1 \
   PIP_DEFAULT_TIMEOUT=180 ${STOKER_JOBS:+JOBS=$STOKER_JOBS} \
+  ${PIP_NO_CACHE_DIR:+PIP_NO_CACHE_DIR=$PIP_NO_CACHE_DIR} \
   bash -c "cd /stoker && $*"
