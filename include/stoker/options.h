@@ -106,6 +106,29 @@ inline constexpr int64_t kDefaultShuffleWindowRows = 262144;
 /// Default for LoaderOptions::prefetch when it is 0: finished batches per worker thread.
 inline constexpr int kDefaultPrefetchPerThread = 2;
 
+/// How the loader sizes itself from its own stall telemetry (docs/autotune.md): which of the
+/// worker count and prefetch depth it moves is decided by LoaderOptions (a knob given a value
+/// is fixed; one left at 0 is tuned). The batches never depend on any of it.
+struct AutotuneOptions {
+  /// false: no controller; an unset num_threads is the rank's CPU share and an unset
+  /// prefetch kDefaultPrefetchPerThread per thread, for the whole run.
+  bool enabled = true;
+  /// The consumer's wait for batches as a share of the wall time the controller keeps
+  /// below (0 < target < 1).
+  double target_stall = 0.01;
+  /// A decision window: at least this many delivered batches (>= 1) and ...
+  int64_t window_batches = 32;
+  /// ... at least this many seconds (>= 0).
+  double window_seconds = 0.25;
+  /// Non-zero: instead of deciding from windows, move every tuned knob to a random value
+  /// within its bounds after every batch, from this seed. For tests that the batches do
+  /// not depend on the setting.
+  uint64_t random_moves = 0;
+
+  /// Checks the ranges; the message names the option.
+  arrow::Status Validate() const;
+};
+
 /// Checks that `rank` is one of `world_size` (>= 1) ranks; the message names the option.
 arrow::Status ValidateRank(int rank, int world_size);
 
@@ -148,13 +171,17 @@ struct LoaderOptions {
   /// kRowInFileColumn (int64), so output can be joined back to its input. Not with a filter
   /// (a filtered unit no longer knows its rows' places in the file).
   bool with_row_origin = false;
-  /// Worker threads that read, decode and assemble. 0 means this rank's share of the CPUs
-  /// the process may use: CpuBudget::threads (affinity and cgroup quota over the ranks on
-  /// the node, stoker/cpu_budget.h).
+  /// Worker threads that read, decode and assemble. 0 means a pool of this rank's share of
+  /// the CPUs the process may use (CpuBudget::threads: affinity and cgroup quota over the
+  /// ranks on the node, stoker/cpu_budget.h), of which the controller (autotune) keeps as
+  /// many at work as the consumer needs; all of them when autotune is off.
   int num_threads = 0;
-  /// Finished batches kept ready ahead of the consumer (>= 1). 0 means
-  /// kDefaultPrefetchPerThread * num_threads.
+  /// Finished batches kept ready ahead of the consumer (>= 1). 0 means at most
+  /// kDefaultPrefetchPerThread * num_threads, as many as the controller finds needed (all
+  /// of them when autotune is off).
   int prefetch = 0;
+  /// The controller that sizes the unset num_threads and prefetch (AutotuneOptions).
+  AutotuneOptions autotune;
   /// Which column types are allowed (see OutputKind).
   OutputKind output = OutputKind::kTensor;
   /// Local directory caching finished units (src/cache/disk_cache.h); empty: no cache. The cache

@@ -87,14 +87,28 @@ add ``_file_index`` (int32, an index into ``loader.files``) and
 with a ``filter``.""",
             cli="add _file_index and _row_in_file to every batch"),
     Keyword(("num_threads",), """\
-worker threads; None: this rank's share of the CPUs the process may use
-(affinity mask and cgroup quota, divided by the ranks on this node as
-``LOCAL_WORLD_SIZE``, Horovod, MPI, Slurm or Lightning's ``WORLD_SIZE`` say;
-``stats()["cpu_budget"]``).""",
-            cli="decode threads (default: this rank's share of the CPUs)"),
+worker threads; None or "auto": a pool of this rank's share of the CPUs the
+process may use (affinity mask and cgroup quota, divided by the ranks on this
+node as ``LOCAL_WORLD_SIZE``, Horovod, MPI, Slurm or Lightning's ``WORLD_SIZE``
+say; ``stats()["cpu_budget"]``), of which the controller keeps as many at work
+as the training step needs (``autotune``).""",
+            cli="decode threads (default: as many of this rank's share of the CPUs as the "
+                "controller finds needed)"),
     Keyword(("prefetch",), """\
-finished batches kept ready ahead of the consumer; None: 2 per thread.""",
-            cli="batches assembled ahead of the consumer (default: 2 per thread)"),
+finished batches kept ready ahead of the consumer; None: at most 2 per
+thread, as many as the controller finds needed (``autotune``).""",
+            cli="batches assembled ahead of the consumer (default: at most 2 per thread, as "
+                "the controller finds needed)"),
+    Keyword(("autotune",), """\
+the controller that sizes what ``num_threads`` and ``prefetch`` leave unset
+from the consumer's waits (docs/autotune.md): None or True (on), False (fixed:
+the CPU share and 2 batches per thread), or a dict of ``target_stall`` (the
+wait's share of the wall time it keeps below; 0.01), ``window_batches`` (32)
+and ``window_seconds`` (0.25; a decision needs both), ``random_moves`` (a seed:
+a random setting after every batch, for tests). The batches never depend on it;
+``stats()["autotune"]`` shows the setting and each decision.""",
+            cli="fix the threads and prefetch left unset at the CPU share and 2 per thread "
+                "instead of sizing them from the consumer's waits (docs/autotune.md)"),
     Keyword(("output",), """\
 "numpy" (dict of np.ndarray), "torch" (dict of torch.Tensor), "jax" (dict
 of jax.Array), "tensorflow" (dict of tf.Tensor) — each over the engine's buffers,
@@ -246,7 +260,7 @@ _NO_DEFAULT = ("columns", "cache_dir", "codecs", "partitioning", "index")
 # storage options and tables need Python; transforms and codecs come from JSON files).
 LOADER_FLAGS = ("columns", "batch_size", "shuffle", "seed", "shuffle_window", "drop_last",
                 "mode", "pad_to_equal_steps", "with_row_origin", "num_threads", "prefetch",
-                "codecs", "partitioning", "index", "cache_dir", "cache_limit_bytes",
+                "autotune", "codecs", "partitioning", "index", "cache_dir", "cache_limit_bytes",
                 "cache_policy", "on_error", "max_bad_units", "max_bad_fraction")
 
 
@@ -264,6 +278,9 @@ def add_flags(parser: argparse.ArgumentParser, names: Sequence[str], *,
         if name == "shuffle":
             parser.add_argument("--no-shuffle", dest="shuffle", action="store_false",
                                 help=help_text)
+        elif name == "autotune":  # on unless --no-autotune (None: the engine's default)
+            parser.add_argument("--no-autotune", dest="autotune", action="store_const",
+                                const=False, default=None, help=help_text)
         elif isinstance(default, bool):
             parser.add_argument(flag, action="store_true", default=default, help=help_text)
         elif name == "columns":

@@ -108,6 +108,34 @@ def partitioning(value: Any) -> Any:
     return options
 
 
+def autotune(value: Any) -> Any:
+    """``_core.AutotuneOptions`` from a Loader's ``autotune``: None or True (the controller
+    with its defaults), False (no controller: today's fixed defaults for what is left unset), or a dict
+    of the controller's options (``target_stall``, ``window_batches``, ``window_seconds``,
+    ``random_moves``), the others at their defaults."""
+    options = _core.AutotuneOptions()
+    if value is None:  # the engine's default: the controller, with its defaults
+        return options
+    if isinstance(value, bool):
+        options.enabled = value
+        return options
+    if not isinstance(value, dict):
+        raise TypeError(f"autotune must be True, False or a dict of the controller's options, "
+                        f"got {value!r}")
+    allowed = [name for name in options.fields if name != "enabled"]
+    unknown = sorted(set(value) - set(allowed))
+    if unknown:
+        raise ValueError(f"autotune: unknown key(s) {', '.join(unknown)}; it takes "
+                         f"{', '.join(allowed)}")
+    assign(options, value, label="autotune: ")
+    return options
+
+
+def threads(value: Any) -> Any:
+    """``num_threads``: "auto" is None (the controller's, within the rank's CPU share)."""
+    return None if value == "auto" else value
+
+
 # Loader arguments that need converting before the engine takes them; the others go as they
 # are, into the LoaderOptions field of the same name.
 _CONVERT: dict[str, Callable[[Any], Any]] = {
@@ -121,6 +149,8 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
     "filter": serialize_filter,
     "partitioning": partitioning,
     "cache_dir": lambda path: None if path is None else os.fspath(path),
+    "autotune": autotune,
+    "num_threads": threads,
 }
 
 

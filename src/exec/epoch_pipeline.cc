@@ -28,13 +28,14 @@ std::shared_ptr<const RowLayout> StagingLayout(const UnitSource& source,
 EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan plan,
                              std::vector<int64_t> batches, const LoaderOptions& options,
                              std::shared_ptr<Stats> stats, std::shared_ptr<TaskPool> workers,
-                             std::shared_ptr<const BatchTargets> targets)
+                             std::shared_ptr<const BatchTargets> targets,
+                             std::shared_ptr<TuneState> tune)
     : source_(std::move(source)),
       plan_(std::move(plan)),
       assembler_(LayoutOf(source_)),
       batches_(std::move(batches)),
-      prefetch_(options.ResolvedPrefetch()),
-      lookahead_units_(options.ResolvedThreads()),
+      prefetch_cap_(tune != nullptr ? std::max(tune->bounds().max_prefetch, 1)
+                                    : options.ResolvedPrefetch()),
       row_layout_(StagingLayout(*source_, options)),
       record_chunks_(
           row_layout_ == nullptr
@@ -42,8 +43,15 @@ EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan
               : ChunkPool::Make(row_layout_->stride << row_layout_->chunk_shift, source_->pool)),
       stats_(std::move(stats)),
       targets_(std::move(targets)),
+      pool_(workers),
       workers_(std::move(workers)) {
   MutexLock lock(mutex_);
+  prefetch_ = options.ResolvedPrefetch();
+  lookahead_units_ = options.ResolvedThreads();
+  if (tune != nullptr) {
+    tuner_ = std::make_unique<Autotuner>(std::move(tune), plan_.config().epoch);
+    Apply(tuner_->setting());
+  }
   // The windows these batches read, in order (all of the rank's, or a server's share).
   for (int64_t batch : batches_) {
     const auto [first, last] = plan_.ScheduleRange(batch);
@@ -300,7 +308,7 @@ void EpochPipeline::OnBatchAssembled(int64_t batch, arrow::Result<AssembledBatch
       ARROW_DCHECK(batch >= next_deliver_ && batch < next_assemble_) << "batch " << batch;
       const bool inserted = ready_.emplace(batch, std::move(*result)).second;
       ARROW_DCHECK(inserted) << "batch " << batch << " assembled twice";
-      ARROW_DCHECK_LE(static_cast<int64_t>(ready_.size()), prefetch_);
+      ARROW_DCHECK_LE(static_cast<int64_t>(ready_.size()), prefetch_cap_);
     } else if (error_.ok()) {
       error_ = result.status();
     }
@@ -365,12 +373,24 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> EpochPipeline::Next() {
   planned_rows_delivered_ += assembled.planned_rows;
   stats_->AddDelivered(batch->num_rows(), assembled.rows_hash);
   stats_->AddBatchWait(batch_wait_);
-  batch_wait_ = Stats::Clock::duration::zero();
   if (assembled.planned_rows > batch->num_rows()) {
     stats_->AddSkippedRows(assembled.planned_rows - batch->num_rows());
   }
+  if (tuner_ != nullptr) {
+    const auto waited = batch_wait_;
+    if (auto setting = tuner_->OnBatch(now, waited, pool_->busy_nanos())) Apply(*setting);
+  }
+  batch_wait_ = Stats::Clock::duration::zero();
   Pump();
   return batch;
+}
+
+void EpochPipeline::Apply(const TuneSetting& setting) {
+  pool_->SetActiveLimit(setting.threads);
+  lookahead_units_ = setting.threads;
+  prefetch_ = std::clamp<int64_t>(setting.prefetch, 1, prefetch_cap_);
+  const auto now = Stats::Clock::now();
+  stats_->Trace(TraceStage::kTune, now, now, setting.threads, setting.prefetch);
 }
 
 }  // namespace stoker

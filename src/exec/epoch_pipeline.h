@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "assemble/assembler.h"
+#include "exec/autotune.h"
 #include "exec/task_pool.h"
 #include "exec/unit_reader.h"
 #include "manifest/manifest.h"
@@ -31,11 +32,14 @@ class EpochPipeline final : public BatchStream {
  public:
   /// Delivers `batches` (indices into the plan's batches, increasing) in that order; its
   /// tasks run on `workers` (its own pool, or one other pipelines share); each batch is
-  /// written where `targets` says (null: into buffers of its own).
+  /// written where `targets` says (null: into buffers of its own). With `tune`, the
+  /// pipeline owns `workers` alone and a controller (Autotuner) moves its active workers,
+  /// read-ahead and prefetch from the consumer's waits, starting at tune's current setting.
   EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan plan,
                 std::vector<int64_t> batches, const LoaderOptions& options,
                 std::shared_ptr<Stats> stats, std::shared_ptr<TaskPool> workers,
-                std::shared_ptr<const BatchTargets> targets = nullptr);
+                std::shared_ptr<const BatchTargets> targets = nullptr,
+                std::shared_ptr<TuneState> tune = nullptr);
   ~EpochPipeline() override;
 
   arrow::Result<std::shared_ptr<arrow::RecordBatch>> Next() override EXCLUDES(mutex_);
@@ -44,7 +48,8 @@ class EpochPipeline final : public BatchStream {
   int64_t planned_rows_delivered() const override EXCLUDES(mutex_);
 
   /// The most batches that were ever assembled or being assembled ahead of the consumer at
-  /// once; never more than `prefetch` (a test of that bound reads it).
+  /// once; never more than `prefetch` (a test of that bound reads it), or under the
+  /// controller than its largest prefetch.
   int64_t PeakAhead() const EXCLUDES(mutex_);
 
  private:
@@ -72,6 +77,8 @@ class EpochPipeline final : public BatchStream {
   /// when nothing waits for their results any more.
   void RunOnWorker(std::function<void()> task, bool urgent);
   bool Deliverable() const REQUIRES(mutex_);
+  /// Puts the controller's setting in force: active workers, read-ahead, prefetch.
+  void Apply(const TuneSetting& setting) REQUIRES(mutex_);
 
   /// A finished unit as the assembler reads it: staged row-major when batches are shuffled.
   /// Runs in the worker that finished the unit.
@@ -94,17 +101,23 @@ class EpochPipeline final : public BatchStream {
   /// The plan.window_schedule() indices those batches read, increasing. Filled by the
   /// constructor, read-only after.
   std::vector<int64_t> schedule_;
-  const int64_t prefetch_;
-  /// Units read ahead of the windows the next batch needs (see the class comment).
-  const int64_t lookahead_units_;
+  /// The most prefetch_ may be (the controller's bound, or the fixed prefetch).
+  const int64_t prefetch_cap_;
   /// How units are staged row-major for the gather; null when they stay columnar.
   const std::shared_ptr<const RowLayout> row_layout_;
   /// Where staged units' records live, recycled from window to window.
   const std::shared_ptr<ChunkPool> record_chunks_;
   const std::shared_ptr<Stats> stats_;
   const std::shared_ptr<const BatchTargets> targets_;
+  /// The pool the tasks run on (the controller sets its active limit).
+  const std::shared_ptr<TaskPool> pool_;
 
   mutable Mutex mutex_;
+  int64_t prefetch_ GUARDED_BY(mutex_);
+  /// Units read ahead of the windows the next batch needs (see the class comment).
+  int64_t lookahead_units_ GUARDED_BY(mutex_);
+  /// The controller, driven from Next(); null when the settings are fixed.
+  std::unique_ptr<Autotuner> tuner_ GUARDED_BY(mutex_);
   /// Signalled when Deliverable() may have become true.
   CondVar ready_cv_;
   /// Windows scheduled and still needed, keyed by position in schedule_.

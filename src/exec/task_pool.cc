@@ -4,6 +4,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <chrono>
 #include <limits>
 #include <utility>
 
@@ -31,6 +32,7 @@ TaskPool::TaskPool(int num_threads) {
     MutexLock lock(mutex_);
     open_.insert(kOwnGroup);
     running_.assign(static_cast<size_t>(std::max(num_threads, 0)), kNone);
+    active_ = running_.size();
   }
   threads_.reserve(num_threads);
   for (int i = 0; i < num_threads; ++i) {
@@ -79,7 +81,7 @@ arrow::Status TaskPool::Submit(Task task, bool urgent) {
       normal_.push_back(std::move(task));
     }
   }
-  wake_.NotifyOne();
+  wake_.NotifyOne();  // only workers within the active limit wait on wake_
   return arrow::Status::OK();
 }
 
@@ -114,9 +116,30 @@ void TaskPool::Shutdown() {
     TakeGroup(&normal_, kNone, &dropped_normal);
   }
   wake_.NotifyAll();
+  parked_.NotifyAll();
   for (auto& thread : threads_) {
     if (thread.joinable()) thread.join();
   }
+}
+
+void TaskPool::SetActiveLimit(int limit) {
+  {
+    MutexLock lock(mutex_);
+    active_ = std::clamp<size_t>(static_cast<size_t>(std::max(limit, 1)), 1, running_.size());
+  }
+  // Each worker re-checks which side of the limit it is on and sleeps on that side's
+  // condition: wake_ (within, woken by Submit) or parked_ (past it).
+  wake_.NotifyAll();
+  parked_.NotifyAll();
+}
+
+int TaskPool::active_limit() const {
+  MutexLock lock(mutex_);
+  return static_cast<int>(active_);
+}
+
+bool TaskPool::HasWork(size_t worker) const {
+  return worker < active_ && !(urgent_.empty() && normal_.empty());
 }
 
 void TaskPool::Work(size_t worker) {
@@ -126,17 +149,28 @@ void TaskPool::Work(size_t worker) {
       MutexLock lock(mutex_);
       running_[worker] = kNone;
       if (closing_ > 0) finished_.NotifyAll();
-      while (!stopping_ && urgent_.empty() && normal_.empty()) wake_.Wait(mutex_);
+      while (!stopping_ && !HasWork(worker)) {
+        if (worker < active_) {
+          wake_.Wait(mutex_);
+        } else {
+          parked_.Wait(mutex_);
+        }
+      }
       if (stopping_) return;
       auto& queue = urgent_.empty() ? normal_ : urgent_;
       task = std::move(queue.front());
       queue.pop_front();
       running_[worker] = task.group;
     }
+    const auto start = std::chrono::steady_clock::now();
     task.run();
     // Its captures go before the worker is marked idle: a closed group's pipeline may be
     // destroyed as soon as none of its tasks runs.
     task.run = nullptr;
+    busy_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                           std::chrono::steady_clock::now() - start)
+                           .count(),
+                       std::memory_order_relaxed);
   }
 }
 

@@ -3,6 +3,7 @@
 
 #include <arrow/status.h>
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <functional>
@@ -41,6 +42,16 @@ class TaskPool {
   /// called from a task, nor from two threads at once.
   void Shutdown() EXCLUDES(mutex_);
 
+  /// Lets only the first `limit` workers (1 .. the pool's threads) take tasks; the others
+  /// finish the task they run and then sleep until the limit takes them in again. How the
+  /// controller (exec/autotune.h) moves the worker count without starting or joining
+  /// threads. Every worker takes tasks until the first call.
+  void SetActiveLimit(int limit) EXCLUDES(mutex_);
+  int active_limit() const EXCLUDES(mutex_);
+  int num_threads() const { return static_cast<int>(threads_.size()); }
+  /// Nanoseconds the workers have spent running tasks, summed over workers, since the start.
+  int64_t busy_nanos() const { return busy_ns_.load(std::memory_order_relaxed); }
+
  private:
   friend class TaskGroup;
   struct Task {
@@ -51,13 +62,17 @@ class TaskPool {
   static constexpr uint64_t kOwnGroup = 0;
 
   uint64_t OpenGroup() EXCLUDES(mutex_);
+  /// Whether worker `worker` may take a task now.
+  bool HasWork(size_t worker) const REQUIRES(mutex_);
   arrow::Status Submit(Task task, bool urgent) EXCLUDES(mutex_);
   /// Refuses the group's new tasks, drops its queued ones, waits for its running ones.
   void CloseGroup(uint64_t group) EXCLUDES(mutex_);
   void Work(size_t worker) EXCLUDES(mutex_);
 
-  Mutex mutex_;
+  mutable Mutex mutex_;
+  /// Workers within the active limit wait here for tasks; those past it wait on parked_.
   CondVar wake_;
+  CondVar parked_;
   /// Signalled when a task finishes while a CloseGroup waits (closing_ > 0).
   CondVar finished_;
   std::deque<Task> urgent_ GUARDED_BY(mutex_);
@@ -69,6 +84,9 @@ class TaskPool {
   std::vector<uint64_t> running_ GUARDED_BY(mutex_);
   int closing_ GUARDED_BY(mutex_) = 0;
   bool stopping_ GUARDED_BY(mutex_) = false;
+  /// Workers at or past this index take no task (SetActiveLimit).
+  size_t active_ GUARDED_BY(mutex_) = 0;
+  std::atomic<int64_t> busy_ns_{0};
   /// Written by the constructor, joined by Shutdown(); never touched by the workers.
   std::vector<std::thread> threads_;
 };

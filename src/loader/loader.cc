@@ -246,11 +246,13 @@ void ShrinkArrowCpuPool(const CpuBudget& budget) {
 }  // namespace
 
 LoaderImpl::LoaderImpl(LoaderOptions options, std::shared_ptr<const UnitSource> source,
-                       std::shared_ptr<Stats> stats, CpuBudget cpu_budget)
+                       std::shared_ptr<Stats> stats, CpuBudget cpu_budget,
+                       std::shared_ptr<TuneState> tune)
     : options_(std::move(options)),
       source_(std::move(source)),
       stats_(std::move(stats)),
-      cpu_budget_(cpu_budget) {
+      cpu_budget_(cpu_budget),
+      tune_(std::move(tune)) {
   for (const auto& unit : source_->units) {
     unit_rows_.push_back(unit.num_rows);
     num_rows_ += unit.num_rows;
@@ -270,7 +272,18 @@ arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
   auto stats = std::make_shared<Stats>();
   if (options.trace_events > 0) stats->EnableTrace(static_cast<size_t>(options.trace_events));
   const CpuBudget budget = ReadCpuBudget();
+  // The knobs left unset are the controller's, up to today's defaults; the rest are fixed.
+  TuneBounds bounds;
+  bounds.tune_threads = options.num_threads == 0;
+  bounds.tune_prefetch = options.prefetch == 0;
   if (options.num_threads == 0) options.num_threads = budget.threads;
+  bounds.max_threads = options.num_threads;
+  bounds.max_prefetch = options.ResolvedPrefetch();
+  std::shared_ptr<TuneState> tune;
+  if (options.autotune.enabled && (bounds.tune_threads || bounds.tune_prefetch)) {
+    tune = std::make_shared<TuneState>(options.autotune, bounds,
+                                       TuneSetting{bounds.max_threads, bounds.max_prefetch});
+  }
   if (options.storage.io_threads == 0) {
     options.storage.io_threads = AnyRemote(options.sources)
                                      ? StorageOptions::kDefaultRemoteIoThreads
@@ -279,7 +292,7 @@ arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
   ShrinkArrowCpuPool(budget);
   ARROW_ASSIGN_OR_RAISE(auto source, MakeUnitSource(options, stats));
   return std::make_shared<LoaderImpl>(std::move(options), std::move(source), std::move(stats),
-                                      budget);
+                                      budget, std::move(tune));
 }
 
 const Manifest& LoaderImpl::manifest() const { return *source_->manifest; }
@@ -389,10 +402,15 @@ arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> LoaderImpl::PlanStream
 arrow::Result<std::unique_ptr<BatchStream>> LoaderImpl::StartStream(
     const StreamSpec& spec, std::shared_ptr<TaskPool> workers) const {
   ARROW_ASSIGN_OR_RAISE(auto planned, PlanStream(spec));
-  if (workers == nullptr) workers = std::make_shared<TaskPool>(options_.ResolvedThreads());
+  // A pool of its own may be sized by the controller; a shared one (a mixture's) is not.
+  std::shared_ptr<TuneState> tune;
+  if (workers == nullptr) {
+    workers = std::make_shared<TaskPool>(options_.ResolvedThreads());
+    tune = tune_;
+  }
   return std::make_unique<EpochPipeline>(source_, std::move(planned.first),
                                          std::move(planned.second), options_, stats_,
-                                         std::move(workers), spec.targets);
+                                         std::move(workers), spec.targets, std::move(tune));
 }
 
 arrow::Status LoaderImpl::RestoreDeliveredDigest(const std::string& hex) {

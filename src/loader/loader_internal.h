@@ -22,14 +22,17 @@ class Manifest;
 class Stats;
 class TaskPool;
 class TransformSpec;
+class TuneState;
 struct PlanConfig;
 struct UnitSource;
 
 /// stoker::Loader as the engine implements it (Loader::Make returns one).
 class LoaderImpl final : public Loader {
  public:
+  /// `tune`: the controller's state when it sizes this loader's streams (null: fixed).
   LoaderImpl(LoaderOptions options, std::shared_ptr<const UnitSource> source,
-             std::shared_ptr<Stats> stats, CpuBudget cpu_budget);
+             std::shared_ptr<Stats> stats, CpuBudget cpu_budget,
+             std::shared_ptr<TuneState> tune = nullptr);
 
   const LoaderOptions& options() const override { return options_; }
   const CpuBudget& cpu_budget() const override { return cpu_budget_; }
@@ -83,13 +86,16 @@ class LoaderImpl final : public Loader {
   arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> PlanStream(
       const StreamSpec& spec) const;
   /// Starts a stream (see StreamSpec). Its work runs on `workers` when given (a pool several
-  /// streams share: a mixture's sources), else on options().num_threads threads of its own.
+  /// streams share: a mixture's sources), else on options().num_threads threads of its own,
+  /// as many of them at work as the controller (tune()) finds needed.
   arrow::Result<std::unique_ptr<BatchStream>> StartStream(
       const StreamSpec& spec, std::shared_ptr<TaskPool> workers = nullptr) const;
   /// This loader with LoaderOptions::shuffle_window set to `rows`: the same dataset, filter
   /// counts and stats (its epochs count in this loader's), nothing read again. How a
   /// mixture gives each source its share of the mixture's window.
   arrow::Result<std::shared_ptr<LoaderImpl>> WithShuffleWindow(int64_t rows) const;
+  /// The controller's state (setting, decisions); null when the settings are fixed.
+  const std::shared_ptr<TuneState>& tune() const { return tune_; }
 
  private:
   PlanConfig MakePlanConfig(int64_t epoch) const;
@@ -100,6 +106,7 @@ class LoaderImpl final : public Loader {
   int64_t num_rows_ = 0;
   std::shared_ptr<Stats> stats_;
   CpuBudget cpu_budget_;
+  std::shared_ptr<TuneState> tune_;
 };
 
 /// The engine's implementation behind `loader` (every Loader is one).

@@ -141,6 +141,20 @@ arrow::Status ValidateErrorBudget(const LoaderOptions& o) {
 
 }  // namespace
 
+arrow::Status AutotuneOptions::Validate() const {
+  if (!(target_stall > 0 && target_stall < 1)) {
+    return arrow::Status::Invalid("autotune target_stall must be between 0 and 1 (a share of ",
+                                  "the wall time), got ", target_stall);
+  }
+  if (window_batches < 1) {
+    return arrow::Status::Invalid("autotune window_batches must be >= 1, got ", window_batches);
+  }
+  if (!(window_seconds >= 0)) {
+    return arrow::Status::Invalid("autotune window_seconds must be >= 0, got ", window_seconds);
+  }
+  return arrow::Status::OK();
+}
+
 arrow::Status LoaderOptions::Validate() const {
   if (sources.empty()) {
     return arrow::Status::Invalid("source: no file, directory or glob was given");
@@ -160,6 +174,7 @@ arrow::Status LoaderOptions::Validate() const {
     return arrow::Status::Invalid("prefetch must be >= 1 batch (or None for the default), got ",
                                   prefetch);
   }
+  ARROW_RETURN_NOT_OK(autotune.Validate());
   if (cache_limit_bytes < 0) {
     return arrow::Status::Invalid("cache_limit_bytes must be >= 0 (0: no limit), got ",
                                   cache_limit_bytes);

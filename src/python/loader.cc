@@ -9,8 +9,10 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <memory>
 
+#include "exec/autotune.h"
 #include "loader/loader_internal.h"
 #include "manifest/manifest.h"
 #include "plan/plan.h"
@@ -114,8 +116,46 @@ Epoch* StartEpoch(const PyLoader& self, int64_t epoch,
                    {self.engine()});
 }
 
+// The controller's state for stats()["autotune"]: off, or the setting and the last decisions.
+nb::dict AutotuneDict(const LoaderImpl& loader) {
+  nb::dict out;
+  const auto& tune = loader.tune();
+  out["enabled"] = tune != nullptr;
+  if (tune == nullptr) return out;
+  const TuneSetting current = tune->current();
+  out["threads"] = current.threads;
+  out["prefetch"] = current.prefetch;
+  nb::list tuned;
+  if (tune->bounds().tune_threads) tuned.append("threads");
+  if (tune->bounds().tune_prefetch) tuned.append("prefetch");
+  out["tuned"] = tuned;
+  out["max_threads"] = tune->bounds().max_threads;
+  out["max_prefetch"] = tune->bounds().max_prefetch;
+  out["target_stall"] = tune->options().target_stall;
+  out["windows"] = tune->windows();
+  out["decisions"] = tune->decisions();
+  nb::list recent;
+  for (const TuneDecision& d : tune->recent()) {
+    nb::dict item;
+    item["at_seconds"] = d.at_seconds;
+    item["epoch"] = d.epoch;
+    item["batch"] = d.batch;
+    item["action"] = d.action;
+    item["threads"] = nb::make_tuple(d.from.threads, d.to.threads);
+    item["prefetch"] = nb::make_tuple(d.from.prefetch, d.to.prefetch);
+    // None for a random move, which no window's figures made.
+    item["stall"] = std::isnan(d.stall) ? nb::none() : nb::cast(d.stall);
+    item["busy"] = std::isnan(d.busy) ? nb::none() : nb::cast(d.busy);
+    item["reason"] = d.reason;
+    recent.append(item);
+  }
+  out["recent"] = recent;
+  return out;
+}
+
 nb::dict Stats(const PyLoader& self) {
   nb::dict out = ToDict(self.engine()->stats());
+  out["autotune"] = AutotuneDict(Internal(*self.engine()));
   out["threads"] = self.engine()->options().ResolvedThreads();
   out["io_threads"] = self.engine()->options().storage.ResolvedIoThreads();
   out["cpu_budget"] = ToDict(self.engine()->cpu_budget());

@@ -243,6 +243,17 @@ void BindPartitionOptions(nb::module_& m) {
       .Finish();
 }
 
+void BindAutotuneOptions(nb::module_& m) {
+  OptionsClass<AutotuneOptions>(m, "AutotuneOptions",
+                                "How the loader sizes itself (options.h, docs/autotune.md).")
+      .Field("enabled", &AutotuneOptions::enabled)
+      .Field("target_stall", &AutotuneOptions::target_stall)
+      .Field("window_batches", &AutotuneOptions::window_batches)
+      .Field("window_seconds", &AutotuneOptions::window_seconds)
+      .Field("random_moves", &AutotuneOptions::random_moves)
+      .Finish();
+}
+
 void BindLoaderOptions(nb::module_& m) {
   // Not bound: `output` (the Loader binding sets it from "numpy"/"torch"/"arrow") and
   // `memory_pool` (a C++ hook).
@@ -267,6 +278,7 @@ void BindLoaderOptions(nb::module_& m) {
       .Field("with_row_origin", &LoaderOptions::with_row_origin)
       .DefaultableCount("num_threads", &LoaderOptions::num_threads)
       .DefaultableCount("prefetch", &LoaderOptions::prefetch)
+      .Field("autotune", &LoaderOptions::autotune)
       .Property(
           "cache_dir",
           [](const LoaderOptions& o) {
@@ -328,6 +340,7 @@ void BindOptions(nb::module_& m) {
   BindTransformOp(m);
   BindStorageOptions(m);
   BindPartitionOptions(m);
+  BindAutotuneOptions(m);
   BindLoaderOptions(m);
   BindServeOptions(m);
   m.attr("DEFAULT_TRACE_EVENTS") = kDefaultTraceEvents;

@@ -33,6 +33,8 @@ const char* StageName(TraceStage stage) {
       return "convert";
     case TraceStage::kInFlight:
       return "units in flight";
+    case TraceStage::kTune:
+      return "autotune";
   }
   return "?";
 }
@@ -121,6 +123,12 @@ arrow::Status TraceRing::WriteJson(const std::string& path) const {
       if (s.stage == TraceStage::kInFlight) {  // a counter track, one value per change
         out += "{\"ph\":\"C\",\"name\":\"units in flight\",\"pid\":" + std::to_string(pid) +
                ",\"ts\":" + Micros(ts) + ",\"args\":{\"units\":" + std::to_string(s.a) + "}},\n";
+        continue;
+      }
+      if (s.stage == TraceStage::kTune) {  // the controller's setting, one value per move
+        out += "{\"ph\":\"C\",\"name\":\"autotune\",\"pid\":" + std::to_string(pid) +
+               ",\"ts\":" + Micros(ts) + ",\"args\":{\"threads\":" + std::to_string(s.a) +
+               ",\"prefetch\":" + std::to_string(s.b) + "}},\n";
         continue;
       }
       out += "{\"ph\":\"X\",\"name\":\"";

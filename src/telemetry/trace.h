@@ -24,6 +24,7 @@ enum class TraceStage : uint8_t {
   kReceive,    // a batch received from a server (RemoteLoader)
   kConvert,    // a received batch converted to arrays or tensors (RemoteLoader)
   kInFlight,   // not a span: the count of units in flight changed to `a` (a counter track)
+  kTune,       // not a span: the controller set `a` active workers and prefetch `b` (a counter)
 };
 
 /// The stage of a span by its name in the JSON ("fetch", ..., "convert"); false if none.

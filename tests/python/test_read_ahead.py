@@ -60,8 +60,10 @@ def test_the_trace_has_a_units_in_flight_track(narrow: Path, tmp_path: Path) -> 
     loader = stoker.Loader(narrow, batch_size=8192, num_threads=8, trace=trace)
     list(loader)
     events = json.loads(trace.read_text())["traceEvents"]
-    counts = [e["args"]["units"] for e in events if e["ph"] == "C"]
-    assert all(e["name"] == "units in flight" for e in events if e["ph"] == "C")
+    counters = [e for e in events if e["ph"] == "C"]
+    # The other counter track is the controller's setting (prefetch is left to it here).
+    assert {e["name"] for e in counters} <= {"units in flight", "autotune"}
+    counts = [e["args"]["units"] for e in counters if e["name"] == "units in flight"]
     # Every unit steps the track up once (a window at a time) and down once.
     assert max(counts) == loader.stats()["units_in_flight_peak"]
     assert counts[-1] == 0

@@ -89,6 +89,41 @@ TEST_F(EpochPipelineTest, BatchesInPlanOrderWhateverTheThreadCount) {
   }
 }
 
+// The controller moves workers, read-ahead and prefetch between any two batches (random
+// moves, the most it could ever do): every batch is still the plan's, and the batches ahead
+// never pass the largest prefetch it may set.
+TEST_F(EpochPipelineTest, BatchesInPlanOrderWhateverTheControllerDoes) {
+  for (bool shuffle : {true, false}) {
+    for (uint64_t seed : {1, 2, 3}) {
+      SCOPED_TRACE("shuffle " + std::to_string(shuffle) + ", random moves " + std::to_string(seed));
+      auto options = Options(dir_.path());
+      options.shuffle = shuffle;
+      options.num_threads = 0;
+      options.prefetch = 0;
+      options.autotune.random_moves = seed;
+      auto loader = Loader::Make(options).ValueOrDie();
+      const auto& tune = Internal(*loader).tune();
+      ASSERT_NE(tune, nullptr);
+      for (int64_t epoch : {0, 1}) {
+        auto stream = loader->StartEpoch(epoch).ValueOrDie();
+        ExpectPlanOrder(*loader, epoch, stream.get());
+        auto* pipeline = dynamic_cast<EpochPipeline*>(stream.get());
+        ASSERT_NE(pipeline, nullptr);
+        EXPECT_LE(pipeline->PeakAhead(), tune->bounds().max_prefetch);
+      }
+      EXPECT_GT(tune->decisions(), 0);
+    }
+  }
+  // Both knobs fixed, or the controller off: no controller at all.
+  auto options = Options(dir_.path());
+  options.num_threads = 2;
+  options.prefetch = 3;
+  EXPECT_EQ(Internal(*Loader::Make(options).ValueOrDie()).tune(), nullptr);
+  options.num_threads = 0;
+  options.autotune.enabled = false;
+  EXPECT_EQ(Internal(*Loader::Make(options).ValueOrDie()).tune(), nullptr);
+}
+
 TEST_F(EpochPipelineTest, PrefetchBoundsTheBatchesAhead) {
   for (int prefetch : {1, 3}) {
     SCOPED_TRACE("prefetch " + std::to_string(prefetch));

@@ -118,6 +118,51 @@ TEST(TaskPoolTest, ParallelForRunsEachIndexOnceOnTheWorkersAndWaits) {
   }
 }
 
+// The controller's lever: only the first `limit` workers take tasks, raised and lowered while
+// tasks queue, with no task lost or stuck (a lost wakeup would hang Await).
+TEST(TaskPoolTest, ActiveLimitBoundsTheWorkersAtWorkAndLosesNoTask) {
+  TaskPool pool(4);
+  std::atomic<int> running{0}, peak{0};
+  std::atomic<int> limit{1};
+  std::atomic<bool> over{false};
+  Counter done;
+  auto task = [&] {
+    const int now = running.fetch_add(1) + 1;
+    if (now > limit.load()) over = true;
+    int seen = peak.load();
+    while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+    }
+    std::this_thread::sleep_for(1ms);
+    running.fetch_sub(1);
+    done.Add();
+  };
+  pool.SetActiveLimit(1);
+  EXPECT_EQ(pool.active_limit(), 1);
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(pool.Submit(task, i % 2 == 0).ok());
+  ASSERT_TRUE(done.Await(50));
+  EXPECT_FALSE(over.load());
+  EXPECT_EQ(peak.load(), 1);
+  // Raised with tasks queued behind one busy worker: the others are let in and all run.
+  Gate gate;
+  Counter started;
+  ASSERT_TRUE(BlockTheWorker(&pool, &gate, &started).ok());
+  ASSERT_TRUE(started.Await(1));
+  for (int i = 0; i < 50; ++i) ASSERT_TRUE(pool.Submit(task, false).ok());
+  limit = 4;
+  pool.SetActiveLimit(4);
+  ASSERT_TRUE(done.Await(100));  // the first worker is still held by the gate
+  gate.Open();
+  // Lowered again, past the pool's size and below one: clamped to 1 .. 4.
+  pool.SetActiveLimit(0);
+  EXPECT_EQ(pool.active_limit(), 1);
+  pool.SetActiveLimit(99);
+  EXPECT_EQ(pool.active_limit(), 4);
+  EXPECT_FALSE(over.load());
+  // Busy time is counted: 100 tasks of at least 1 ms each.
+  EXPECT_GE(pool.busy_nanos(), 100'000'000);
+  pool.Shutdown();
+}
+
 TEST(TaskPoolTest, UrgentTasksRunFirstEachQueueInOrder) {
   TaskPool pool(1);
   Gate gate;

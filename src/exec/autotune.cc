@@ -1,0 +1,226 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+#include "exec/autotune.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <utility>
+
+namespace stoker {
+
+namespace {
+
+constexpr double kBusyForThreads = 0.75;  // active workers this busy: the stall is theirs
+constexpr double kUpMustCut = 0.9;        // an up-move must bring the stall under this × before
+constexpr int kLowWindowsToShrink = 3;
+constexpr int kMaxHold = 256;
+
+std::string Percent(double share) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.1f%%", share * 100);
+  return text;
+}
+
+const char* KnobName(int knob) { return knob == 0 ? "threads" : "prefetch"; }
+
+}  // namespace
+
+TuneState::TuneState(AutotuneOptions options, TuneBounds bounds, TuneSetting start)
+    : options_(options), bounds_(bounds) {
+  MutexLock lock(mutex_);
+  current_ = start;
+}
+
+TuneSetting TuneState::current() const {
+  MutexLock lock(mutex_);
+  return current_;
+}
+
+void TuneState::Record(TuneDecision decision) {
+  MutexLock lock(mutex_);
+  current_ = decision.to;
+  ++decisions_;
+  recent_.push_back(std::move(decision));
+  if (recent_.size() > kKeptDecisions) recent_.pop_front();
+}
+
+std::vector<TuneDecision> TuneState::recent() const {
+  MutexLock lock(mutex_);
+  return {recent_.begin(), recent_.end()};
+}
+
+int64_t TuneState::decisions() const {
+  MutexLock lock(mutex_);
+  return decisions_;
+}
+
+int64_t TuneState::windows() const {
+  MutexLock lock(mutex_);
+  return windows_;
+}
+
+void TuneState::CountWindow() {
+  MutexLock lock(mutex_);
+  ++windows_;
+}
+
+Autotuner::Autotuner(std::shared_ptr<TuneState> state, int64_t epoch)
+    : state_(std::move(state)),
+      epoch_(epoch),
+      setting_(state_->current()),
+      random_(state_->options().random_moves ^ static_cast<uint64_t>(epoch)) {}
+
+int& Autotuner::Value(TuneSetting* setting, Knob knob) const {
+  return knob == kThreads ? setting->threads : setting->prefetch;
+}
+
+int Autotuner::Max(Knob knob) const {
+  return knob == kThreads ? state_->bounds().max_threads : state_->bounds().max_prefetch;
+}
+
+bool Autotuner::Tuned(Knob knob) const {
+  return knob == kThreads ? state_->bounds().tune_threads : state_->bounds().tune_prefetch;
+}
+
+std::optional<TuneSetting> Autotuner::OnBatch(Clock::time_point now, Clock::duration wait,
+                                              int64_t busy_nanos) {
+  ++batches_;
+  if (state_->options().random_moves != 0) {
+    auto decision = RandomMove();
+    if (!decision.has_value()) return std::nullopt;
+    decision->at_seconds = std::chrono::duration<double>(now - state_->origin()).count();
+    state_->Record(*decision);
+    return setting_;
+  }
+  if (!started_) {  // the first batch: its wait is the pipeline filling, not a stall
+    started_ = true;
+    window_start_ = now;
+    window_busy_start_ = busy_nanos;
+    return std::nullopt;
+  }
+  window_wait_ += wait;
+  ++window_batches_;
+  const double elapsed = std::chrono::duration<double>(now - window_start_).count();
+  if (window_batches_ < state_->options().window_batches ||
+      elapsed < state_->options().window_seconds || elapsed <= 0) {
+    return std::nullopt;
+  }
+  const double stall = std::chrono::duration<double>(window_wait_).count() / elapsed;
+  const double busy = static_cast<double>(busy_nanos - window_busy_start_) / 1e9 /
+                      (elapsed * std::max(setting_.threads, 1));
+  window_start_ = now;
+  window_wait_ = Clock::duration::zero();
+  window_batches_ = 0;
+  window_busy_start_ = busy_nanos;
+  state_->CountWindow();
+  auto decision = Decide(stall, std::min(busy, 1.0));
+  if (!decision.has_value()) return std::nullopt;
+  decision->at_seconds = std::chrono::duration<double>(now - state_->origin()).count();
+  state_->Record(*decision);
+  return setting_;
+}
+
+std::optional<TuneDecision> Autotuner::Decide(double stall, double busy) {
+  const double target = state_->options().target_stall;
+  for (int knob = 0; knob < 2; ++knob) {
+    hold_up_[knob] = std::max(hold_up_[knob] - 1, 0);
+    hold_down_[knob] = std::max(hold_down_[knob] - 1, 0);
+  }
+  // The window after a move judges it.
+  if (pending_.has_value()) {
+    const Pending moved = *pending_;
+    pending_.reset();
+    const bool failed = moved.up ? stall >= moved.stall_before * kUpMustCut : stall > target;
+    if (failed) {
+      int* hold = moved.up ? hold_up_ : hold_down_;
+      hold[moved.knob] = next_hold_[moved.knob];
+      next_hold_[moved.knob] = std::min(next_hold_[moved.knob] * 2, kMaxHold);
+      TuneDecision decision;
+      decision.epoch = epoch_;
+      decision.batch = batches_;
+      decision.from = setting_;
+      decision.to = moved.before;
+      decision.action = std::string("undo ") + KnobName(moved.knob) + (moved.up ? " up" : " down");
+      decision.reason = moved.up ? "stall " + Percent(stall) + " after the move, " +
+                                       Percent(moved.stall_before) + " before: not cut by a tenth"
+                                 : "stall " + Percent(stall) + " after the move, over the target " +
+                                       Percent(target);
+      decision.reason += "; held for " + std::to_string(hold[moved.knob]) + " windows";
+      decision.stall = stall;
+      decision.busy = busy;
+      setting_ = moved.before;
+      low_windows_ = 0;
+      return decision;
+    }
+    if (moved.up) {
+      // The setting below was too small: do not go back down to it soon (each time longer).
+      hold_down_[moved.knob] = next_hold_[moved.knob];
+      next_hold_[moved.knob] = std::min(next_hold_[moved.knob] * 2, kMaxHold);
+    }
+  }
+  if (stall > target) {
+    low_windows_ = 0;
+    auto can_up = [&](Knob knob) {
+      return Tuned(knob) && Value(&setting_, knob) < Max(knob) && hold_up_[knob] == 0;
+    };
+    const std::string why = "stall " + Percent(stall) + " > target " + Percent(target) +
+                            ", workers " + Percent(busy) + " busy";
+    if (busy >= kBusyForThreads && can_up(kThreads)) return Move(kThreads, true, stall, busy, why);
+    if (can_up(kPrefetch)) return Move(kPrefetch, true, stall, busy, why);
+    if (can_up(kThreads)) return Move(kThreads, true, stall, busy, why);
+    return std::nullopt;  // at the bounds (or held): nothing left to give
+  }
+  if (stall < target / 4) {
+    if (++low_windows_ < kLowWindowsToShrink) return std::nullopt;
+    low_windows_ = 0;
+    auto can_down = [&](Knob knob) {
+      return Tuned(knob) && Value(&setting_, knob) > 1 && hold_down_[knob] == 0;
+    };
+    const std::string why = "stall " + Percent(stall) + " < " + Percent(target / 4) + " for " +
+                            std::to_string(kLowWindowsToShrink) + " windows";
+    if (can_down(kThreads)) return Move(kThreads, false, stall, busy, why);
+    if (can_down(kPrefetch)) return Move(kPrefetch, false, stall, busy, why);
+    return std::nullopt;
+  }
+  low_windows_ = 0;
+  return std::nullopt;
+}
+
+std::optional<TuneDecision> Autotuner::Move(Knob knob, bool up, double stall, double busy,
+                                            const std::string& reason) {
+  TuneDecision decision;
+  decision.epoch = epoch_;
+  decision.batch = batches_;
+  decision.from = setting_;
+  int& value = Value(&setting_, knob);
+  const int stepped = up ? std::max(value + 1, static_cast<int>(std::ceil(value * 1.5)))
+                         : std::min(value - 1, static_cast<int>(std::floor(value * 0.75)));
+  value = std::clamp(stepped, 1, Max(knob));
+  decision.to = setting_;
+  decision.action = std::string(KnobName(knob)) + (up ? " up" : " down");
+  decision.reason = reason;
+  decision.stall = stall;
+  decision.busy = busy;
+  pending_ = Pending{knob, up, decision.from, stall};
+  return decision;
+}
+
+std::optional<TuneDecision> Autotuner::RandomMove() {
+  TuneDecision decision;
+  decision.epoch = epoch_;
+  decision.batch = batches_;
+  decision.from = setting_;
+  for (Knob knob : {kThreads, kPrefetch}) {
+    if (!Tuned(knob)) continue;
+    Value(&setting_, knob) = std::uniform_int_distribution<int>(1, Max(knob))(random_);
+  }
+  if (setting_ == decision.from) return std::nullopt;
+  decision.to = setting_;
+  decision.action = "random";
+  decision.reason = "random_moves";
+  decision.stall = decision.busy = std::numeric_limits<double>::quiet_NaN();
+  return decision;
+}
+
+}  // namespace stoker

@@ -1,0 +1,161 @@
+// Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+//
+// The controller that sizes a loader from its own stall telemetry (docs/autotune.md): how many
+// of the pool's workers take tasks, and how many batches are assembled ahead of the consumer.
+// Neither decides a batch (the plan is a function of the dataset, seed, epoch and shares), so
+// whatever it does, the batches are the same.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "stoker/options.h"
+#include "util/thread_annotations.h"
+
+namespace stoker {
+
+/// What the controller moves.
+struct TuneSetting {
+  /// Workers of the pool that take tasks; the read-ahead follows it (units decoded ahead).
+  int threads = 1;
+  /// Batches assembled or being assembled ahead of the consumer.
+  int prefetch = 1;
+
+  bool operator==(const TuneSetting&) const = default;
+};
+
+/// Which knobs move and how far: a knob the user set is fixed at its value.
+struct TuneBounds {
+  int max_threads = 1;
+  int max_prefetch = 1;
+  bool tune_threads = false;
+  bool tune_prefetch = false;
+};
+
+/// One move, with the window's figures that made it.
+struct TuneDecision {
+  /// Seconds since the loader's controller state was made.
+  double at_seconds = 0;
+  /// The epoch and the stream's delivered batches when it was made.
+  int64_t epoch = 0;
+  int64_t batch = 0;
+  TuneSetting from, to;
+  /// "threads up", "prefetch down", "undo threads up", "random", ...
+  std::string action;
+  /// Why, in words with the figures ("stall 4.1% > target 1.0%, workers 93% busy").
+  std::string reason;
+  /// The window's stall share and the active workers' busy share (NaN for random moves).
+  double stall = 0;
+  double busy = 0;
+};
+
+/// A loader's controller state across its epochs and streams: the options, the bounds, the
+/// setting the last decision left (each new stream starts there) and the last decisions.
+/// Thread-safe: streams of one loader may run at once (servers).
+class TuneState {
+ public:
+  using Clock = std::chrono::steady_clock;
+  /// Decisions kept (the last ones); `decisions()` counts all.
+  static constexpr size_t kKeptDecisions = 64;
+
+  TuneState(AutotuneOptions options, TuneBounds bounds, TuneSetting start);
+
+  const AutotuneOptions& options() const { return options_; }
+  const TuneBounds& bounds() const { return bounds_; }
+  Clock::time_point origin() const { return origin_; }
+
+  TuneSetting current() const EXCLUDES(mutex_);
+  /// Records a decision and makes its setting the current one.
+  void Record(TuneDecision decision) EXCLUDES(mutex_);
+  /// The kept decisions, oldest first, and how many were made in all.
+  std::vector<TuneDecision> recent() const EXCLUDES(mutex_);
+  int64_t decisions() const EXCLUDES(mutex_);
+  /// Windows evaluated in all (a window that moves nothing counts too).
+  int64_t windows() const EXCLUDES(mutex_);
+  void CountWindow() EXCLUDES(mutex_);
+
+ private:
+  const AutotuneOptions options_;
+  const TuneBounds bounds_;
+  const Clock::time_point origin_ = Clock::now();
+  mutable Mutex mutex_;
+  TuneSetting current_ GUARDED_BY(mutex_);
+  std::deque<TuneDecision> recent_ GUARDED_BY(mutex_);
+  int64_t decisions_ GUARDED_BY(mutex_) = 0;
+  int64_t windows_ GUARDED_BY(mutex_) = 0;
+};
+
+/// One stream's controller, driven by its consumer: after each delivered batch, OnBatch with
+/// the batch's wait and the pool's busy time; at the end of a window (AutotuneOptions) it
+/// compares the window's stall share with the target and may move one knob by one step:
+///
+/// - stall above target: up, workers when the active ones were busy (>= 75% of the window),
+///   else prefetch (the waits are bursts the queue ahead absorbs), else workers;
+/// - stall below a quarter of the target for 3 windows in a row: down, workers first (they
+///   are what costs CPU), then prefetch (memory);
+/// - steps are x1.5 up and x0.75 down, at least one, within the bounds;
+/// - the window after a move judges it: an up-move that did not cut the stall by a tenth,
+///   or a down-move after which the stall went over the target, is undone, and that knob's
+///   move in that direction is held for a number of windows that doubles each time
+///   (4, 8, 16, ... 256); an up-move that worked holds that knob's down-moves the same way,
+///   so the controller does not swing between two settings.
+///
+/// The first batch of a stream is not counted (its wait is the pipeline filling).
+/// Not thread-safe: one consumer drives it.
+class Autotuner {
+ public:
+  using Clock = TuneState::Clock;
+
+  Autotuner(std::shared_ptr<TuneState> state, int64_t epoch);
+
+  const TuneSetting& setting() const { return setting_; }
+  /// Counts one delivered batch; returns the new setting when it moved.
+  std::optional<TuneSetting> OnBatch(Clock::time_point now, Clock::duration wait,
+                                     int64_t busy_nanos);
+
+  /// The decision for a finished window, as a pure function of the controller's memory and
+  /// the window's figures (tested on its own). Empty: no move.
+  std::optional<TuneDecision> Decide(double stall, double busy);
+
+ private:
+  enum Knob { kThreads = 0, kPrefetch = 1 };
+  struct Pending {
+    Knob knob;
+    bool up;
+    TuneSetting before;
+    double stall_before;
+  };
+
+  std::optional<TuneDecision> Move(Knob knob, bool up, double stall, double busy,
+                                   const std::string& reason);
+  int& Value(TuneSetting* setting, Knob knob) const;
+  int Max(Knob knob) const;
+  bool Tuned(Knob knob) const;
+  std::optional<TuneDecision> RandomMove();
+
+  const std::shared_ptr<TuneState> state_;
+  const int64_t epoch_;
+  TuneSetting setting_;
+  int64_t batches_ = 0;
+  // The window under way.
+  bool started_ = false;
+  Clock::time_point window_start_;
+  Clock::duration window_wait_ = Clock::duration::zero();
+  int64_t window_batches_ = 0;
+  int64_t window_busy_start_ = 0;
+  // Windows in a row with a stall below a quarter of the target.
+  int low_windows_ = 0;
+  std::optional<Pending> pending_;
+  // Windows left during which a knob may not move up / down; and the next hold's length.
+  int hold_up_[2] = {0, 0};
+  int hold_down_[2] = {0, 0};
+  int next_hold_[2] = {4, 4};
+  std::mt19937_64 random_;
+};
+
+}  // namespace stoker
