@@ -1,18 +1,20 @@
-"""What a self-sizing loader must beat (docs/autotune.md): for each dataset (criteo, wide,
-embeddings) and a synthetic training step of 0, 2 and 10 ms per batch, one shuffled epoch read
-under every setting of a grid (num_threads × prefetch) and under today's defaults
-(num_threads=None: the rank's CPU share; prefetch=None: 2 per thread), each run in a fresh
-process: rows/s once the first batch is out, the stall share (the step's wait for its next batch over the wall time, Mohan
-et al., VLDB 2021), the CPU-seconds the process used, and its peak RSS.
+"""The self-sizing loader against what it must beat (docs/autotune.md): for each dataset
+(criteo, wide, embeddings) and a synthetic training step of 0, 2 and 10 ms per batch, one
+shuffled epoch read under every setting of a grid (num_threads × prefetch), under the fixed
+defaults (autotune=False: the rank's CPU share, 2 batches per thread) and under `auto` (the
+default: the controller sizes both), each run in a fresh process: rows/s once the first batch
+is out, the stall share (the step's wait for its next batch over the wall time, Mohan et al.,
+VLDB 2021), the CPU-seconds the process used, its peak RSS, and for `auto` the setting it
+ended at and when it made its last move.
 
     python benchmarks/autotune.py --work /tmp/autotune --rows 300000 --repeats 3 \\
         --json benchmarks/results/autotune.json
 
 Prints, per case, the grid's best setting (the highest median rows/s; among settings within
-2% of it, the fewest CPU-seconds), the defaults, and their ratios: the figures the issue's
-goals are stated in (`auto` within 10% of the grid's best, stall < 2% where the best reaches
-it, CPU-seconds no more than the defaults'). Runs in one Python environment (.venv); the
-datasets are written once into --work with `stoker gen`'s generator.
+2% of it, the fewest CPU-seconds), the fixed defaults and `auto`, and their ratios: the
+figures issue 37's goals are stated in (`auto` within 10% of the grid's best, stall < 2% where
+the best reaches it, CPU-seconds no more than the defaults'). Runs in one Python environment
+(.venv); the datasets are written once into --work with `stoker gen`'s generator.
 """
 
 from __future__ import annotations
@@ -33,13 +35,17 @@ STEPS_MS = (0.0, 2.0, 10.0)
 BATCH = 1024
 
 
-def grid(cpus: int) -> list[dict[str, int | None]]:
-    """num_threads 1..cpus (powers of two and cpus) × prefetch 1, 2, 4, 8 per thread, and
-    today's defaults (None, None) last."""
+DEFAULTS = {"num_threads": None, "prefetch": None, "autotune": False}
+AUTO = {"num_threads": None, "prefetch": None}
+
+
+def grid(cpus: int) -> list[dict[str, Any]]:
+    """num_threads 1..cpus (powers of two and cpus) × prefetch 1, 2, 4, 8 per thread, then
+    the fixed defaults and `auto`."""
     threads = sorted({t for t in (1, 2, 4, 8, 16, 32) if t <= cpus} | {cpus})
-    settings: list[dict[str, int | None]] = [
+    settings: list[dict[str, Any]] = [
         {"num_threads": t, "prefetch": p * t} for t in threads for p in (1, 2, 4, 8)]
-    return [*settings, {"num_threads": None, "prefetch": None}]
+    return [*settings, DEFAULTS, AUTO]
 
 
 def child(path: str, setting: dict[str, Any], step_ms: float, seed: int) -> dict[str, Any]:
@@ -54,7 +60,14 @@ def child(path: str, setting: dict[str, Any], step_ms: float, seed: int) -> dict
     figures = _meter.drain(iter(loader), started=started, step=step)
     figures["cpu_seconds"] = time.process_time() - cpu0
     figures["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    figures["threads"] = loader.stats().get("threads")
+    stats = loader.stats()
+    figures["threads"] = stats.get("threads")
+    tune = stats["autotune"]
+    if tune["enabled"]:
+        figures["auto_setting"] = [tune["threads"], tune["prefetch"]]
+        figures["auto_decisions"] = tune["decisions"]
+        # When the last move was made, from the loader's start (0: none was needed).
+        figures["auto_settled_s"] = tune["recent"][-1]["at_seconds"] if tune["recent"] else 0.0
     # drain counts the stall only for a step given by rate; here the step is a fixed sleep.
     after_first = figures["seconds"] - (figures["first_batch_seconds"] or 0.0)
     figures["stall_share"] = figures["wait_seconds"] / after_first if after_first > 0 else None
@@ -69,7 +82,7 @@ def run(path: Path, setting: dict[str, Any], step_ms: float, seed: int) -> dict[
 
 def label(setting: dict[str, Any]) -> str:
     if setting["num_threads"] is None:
-        return "defaults"
+        return "defaults" if setting.get("autotune") is False else "auto"
     return f"{setting['num_threads']} threads, prefetch {setting['prefetch']}"
 
 
@@ -79,16 +92,21 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
     # rows/s once the first batch is out (the steady rate a long epoch runs at); the time to
     # the first batch apart.
-    return {"rows_per_s": median("steady_rows_per_s"), "stall_share": median("stall_share"),
-            "cpu_seconds": median("cpu_seconds"), "peak_rss_mb": median("peak_rss_mb"),
-            "first_batch_seconds": median("first_batch_seconds"),
-            "runs": [round(r["steady_rows_per_s"]) for r in runs],
-            "threads": runs[0]["threads"]}
+    summary = {"rows_per_s": median("steady_rows_per_s"), "stall_share": median("stall_share"),
+               "cpu_seconds": median("cpu_seconds"), "peak_rss_mb": median("peak_rss_mb"),
+               "first_batch_seconds": median("first_batch_seconds"),
+               "runs": [round(r["steady_rows_per_s"]) for r in runs],
+               "threads": runs[0]["threads"]}
+    if "auto_setting" in runs[0]:
+        summary["auto_settings"] = [r["auto_setting"] for r in runs]
+        summary["auto_decisions"] = [r["auto_decisions"] for r in runs]
+        summary["auto_settled_s"] = median("auto_settled_s")
+    return summary
 
 
 def best(results: dict[str, dict[str, Any]]) -> str:
     """The highest median rows/s; among settings within 2% of it, the fewest CPU-seconds."""
-    grid_only = {k: v for k, v in results.items() if k != "defaults"}
+    grid_only = {k: v for k, v in results.items() if k not in ("defaults", "auto")}
     top = max(v["rows_per_s"] for v in grid_only.values())
     near = [k for k, v in grid_only.items() if v["rows_per_s"] >= 0.98 * top]
     return min(near, key=lambda k: grid_only[k]["cpu_seconds"])
@@ -131,13 +149,16 @@ def main() -> None:
             chosen = best(results)
             case = {"dataset": preset, "step_ms": step_ms, "best": chosen, "results": results}
             report["cases"].append(case)
-            b, d = results[chosen], results["defaults"]
+            b, d, a = results[chosen], results["defaults"], results["auto"]
             print(f"{preset:<10} step {step_ms:>4.0f} ms | best: {chosen:<24} "
                   f"{b['rows_per_s']:>10,.0f} rows/s stall {b['stall_share']:6.1%} "
                   f"cpu {b['cpu_seconds']:6.1f} s | defaults ({d['threads']} threads): "
                   f"{d['rows_per_s']:>10,.0f} rows/s ({d['rows_per_s'] / b['rows_per_s']:.2f}x) "
                   f"stall {d['stall_share']:6.1%} cpu {d['cpu_seconds']:6.1f} s "
-                  f"rss {d['peak_rss_mb']:5.0f} MB", flush=True)
+                  f"rss {d['peak_rss_mb']:5.0f} MB | auto: {a['rows_per_s']:>10,.0f} rows/s "
+                  f"({a['rows_per_s'] / b['rows_per_s']:.2f}x) stall {a['stall_share']:6.1%} "
+                  f"cpu {a['cpu_seconds']:6.1f} s rss {a['peak_rss_mb']:5.0f} MB, ended at "
+                  f"{a['auto_settings']}, last move at {a['auto_settled_s']:.2f} s", flush=True)
     report["load_after"] = os.getloadavg()
     if args.json:
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")

@@ -26,10 +26,23 @@ const char* KnobName(int knob) { return knob == 0 ? "threads" : "prefetch"; }
 
 }  // namespace
 
-TuneState::TuneState(AutotuneOptions options, TuneBounds bounds, TuneSetting start)
-    : options_(options), bounds_(bounds) {
-  MutexLock lock(mutex_);
-  current_ = start;
+TuneState::TuneState(AutotuneOptions options, TuneBounds bounds, TuneSetting start,
+                     std::shared_ptr<NodeShare> node, int share)
+    : options_(options), bounds_(bounds), node_(std::move(node)), share_(share) {
+  {
+    MutexLock lock(mutex_);
+    current_ = start;
+  }
+  MutexLock lock(tuner_mutex_);
+  tuner_ = std::make_unique<Autotuner>(this);
+}
+
+TuneState::~TuneState() = default;
+
+std::optional<TuneSetting> TuneState::OnBatch(int64_t epoch, bool first, Clock::time_point now,
+                                              Clock::duration wait, int64_t busy_nanos) {
+  MutexLock lock(tuner_mutex_);
+  return tuner_->OnBatch(epoch, first, now, wait, busy_nanos);
 }
 
 TuneSetting TuneState::current() const {
@@ -65,27 +78,26 @@ void TuneState::CountWindow() {
   ++windows_;
 }
 
-Autotuner::Autotuner(std::shared_ptr<TuneState> state, int64_t epoch)
-    : state_(std::move(state)),
-      epoch_(epoch),
-      setting_(state_->current()),
-      random_(state_->options().random_moves ^ static_cast<uint64_t>(epoch)) {}
+Autotuner::Autotuner(TuneState* state)
+    : state_(state), setting_(state_->current()), random_(state_->options().random_moves) {}
 
 int& Autotuner::Value(TuneSetting* setting, Knob knob) const {
   return knob == kThreads ? setting->threads : setting->prefetch;
 }
 
 int Autotuner::Max(Knob knob) const {
-  return knob == kThreads ? state_->bounds().max_threads : state_->bounds().max_prefetch;
+  return knob == kThreads ? std::min(state_->bounds().max_threads, thread_cap_)
+                          : state_->bounds().max_prefetch;
 }
 
 bool Autotuner::Tuned(Knob knob) const {
   return knob == kThreads ? state_->bounds().tune_threads : state_->bounds().tune_prefetch;
 }
 
-std::optional<TuneSetting> Autotuner::OnBatch(Clock::time_point now, Clock::duration wait,
-                                              int64_t busy_nanos) {
+std::optional<TuneSetting> Autotuner::OnBatch(int64_t epoch, bool first, Clock::time_point now,
+                                              Clock::duration wait, int64_t busy_nanos) {
   ++batches_;
+  epoch_ = epoch;
   if (state_->options().random_moves != 0) {
     auto decision = RandomMove();
     if (!decision.has_value()) return std::nullopt;
@@ -93,13 +105,21 @@ std::optional<TuneSetting> Autotuner::OnBatch(Clock::time_point now, Clock::dura
     state_->Record(*decision);
     return setting_;
   }
-  if (!started_) {  // the first batch: its wait is the pipeline filling, not a stall
-    started_ = true;
-    window_start_ = now;
-    window_busy_start_ = busy_nanos;
+  if (first) {
+    // A stream's first batch: its wait is the pipeline filling, not a stall, and the time
+    // since the last stream's last batch (the caller's work between epochs) is no window's.
+    if (!started_) {
+      started_ = true;
+      window_start_ = now;
+    } else {
+      window_start_ += now - last_batch_;
+    }
+    last_batch_ = now;
     return std::nullopt;
   }
+  last_batch_ = now;
   window_wait_ += wait;
+  window_busy_ += busy_nanos;
   ++window_batches_;
   const double elapsed = std::chrono::duration<double>(now - window_start_).count();
   if (window_batches_ < state_->options().window_batches ||
@@ -107,25 +127,48 @@ std::optional<TuneSetting> Autotuner::OnBatch(Clock::time_point now, Clock::dura
     return std::nullopt;
   }
   const double stall = std::chrono::duration<double>(window_wait_).count() / elapsed;
-  const double busy = static_cast<double>(busy_nanos - window_busy_start_) / 1e9 /
-                      (elapsed * std::max(setting_.threads, 1));
+  const double busy =
+      static_cast<double>(window_busy_) / 1e9 / (elapsed * std::max(setting_.threads, 1));
   window_start_ = now;
   window_wait_ = Clock::duration::zero();
   window_batches_ = 0;
-  window_busy_start_ = busy_nanos;
+  window_busy_ = 0;
   state_->CountWindow();
-  auto decision = Decide(stall, std::min(busy, 1.0));
+  int cap = kNoCap;
+  if (const auto& node = state_->node()) {
+    node->Publish(setting_.threads, std::min(busy, 1.0) * setting_.threads);
+    cap = node->Allowance(state_->share());
+  }
+  auto decision = Decide(stall, std::min(busy, 1.0), cap);
   if (!decision.has_value()) return std::nullopt;
   decision->at_seconds = std::chrono::duration<double>(now - state_->origin()).count();
   state_->Record(*decision);
   return setting_;
 }
 
-std::optional<TuneDecision> Autotuner::Decide(double stall, double busy) {
+std::optional<TuneDecision> Autotuner::Decide(double stall, double busy, int thread_cap) {
   const double target = state_->options().target_stall;
   for (int knob = 0; knob < 2; ++knob) {
     hold_up_[knob] = std::max(hold_up_[knob] - 1, 0);
     hold_down_[knob] = std::max(hold_down_[knob] - 1, 0);
+  }
+  thread_cap_ = std::max(thread_cap, 1);
+  // The node's other ranks need CPUs this one holds: give them back before anything else.
+  if (Tuned(kThreads) && setting_.threads > Max(kThreads)) {
+    pending_.reset();
+    TuneDecision decision;
+    decision.epoch = epoch_;
+    decision.batch = batches_;
+    decision.from = setting_;
+    setting_.threads = Max(kThreads);
+    decision.to = setting_;
+    decision.action = "threads down";
+    decision.reason =
+        "the node's other ranks need their CPUs: " + std::to_string(setting_.threads) +
+        " workers is this rank's allowance";
+    decision.stall = stall;
+    decision.busy = busy;
+    return decision;
   }
   // The window after a move judges it.
   if (pending_.has_value()) {

@@ -9,11 +9,13 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "exec/node_share.h"
 #include "stoker/options.h"
 #include "util/thread_annotations.h"
 
@@ -54,20 +56,39 @@ struct TuneDecision {
   double busy = 0;
 };
 
-/// A loader's controller state across its epochs and streams: the options, the bounds, the
-/// setting the last decision left (each new stream starts there) and the last decisions.
-/// Thread-safe: streams of one loader may run at once (servers).
+class Autotuner;
+
+/// A loader's controller across its epochs and streams: the options, the bounds, the setting
+/// in force (each new stream starts there), the last decisions, and the one Autotuner every
+/// stream's consumer drives, so windows run on across short epochs. Thread-safe: streams of
+/// one loader may run at once (a server's), and their batches then count in the same windows.
 class TuneState {
  public:
   using Clock = std::chrono::steady_clock;
   /// Decisions kept (the last ones); `decisions()` counts all.
   static constexpr size_t kKeptDecisions = 64;
 
-  TuneState(AutotuneOptions options, TuneBounds bounds, TuneSetting start);
+  /// With `node`, the workers at work may grow past `share` (this rank's equal share of the
+  /// node) into CPUs the node's other ranks leave unused (NodeShare), up to bounds.max_threads.
+  TuneState(AutotuneOptions options, TuneBounds bounds, TuneSetting start,
+            std::shared_ptr<NodeShare> node = nullptr, int share = 0);
+  ~TuneState();
+  TuneState(const TuneState&) = delete;
+  TuneState& operator=(const TuneState&) = delete;
 
   const AutotuneOptions& options() const { return options_; }
   const TuneBounds& bounds() const { return bounds_; }
+  const std::shared_ptr<NodeShare>& node() const { return node_; }
+  int share() const { return share_; }
   Clock::time_point origin() const { return origin_; }
+
+  /// Counts one batch a stream of `epoch` delivered after waiting `wait` for it (`first`:
+  /// the stream's first batch, whose wait is the pipeline filling and is not counted, nor
+  /// the time since the last stream's last batch), while the stream's pool spent
+  /// `busy_nanos` running tasks since its previous batch. Returns the setting when it moved.
+  std::optional<TuneSetting> OnBatch(int64_t epoch, bool first, Clock::time_point now,
+                                     Clock::duration wait, int64_t busy_nanos)
+      EXCLUDES(tuner_mutex_);
 
   TuneSetting current() const EXCLUDES(mutex_);
   /// Records a decision and makes its setting the current one.
@@ -79,10 +100,18 @@ class TuneState {
   int64_t windows() const EXCLUDES(mutex_);
   void CountWindow() EXCLUDES(mutex_);
 
+  /// The controller itself, for tests that drive Decide() directly (not thread-safe).
+  Autotuner& tuner() NO_THREAD_SAFETY_ANALYSIS { return *tuner_; }
+
  private:
   const AutotuneOptions options_;
   const TuneBounds bounds_;
+  const std::shared_ptr<NodeShare> node_;
+  const int share_;
   const Clock::time_point origin_ = Clock::now();
+  /// Taken before mutex_ (OnBatch records decisions).
+  Mutex tuner_mutex_;
+  std::unique_ptr<Autotuner> tuner_ GUARDED_BY(tuner_mutex_);
   mutable Mutex mutex_;
   TuneSetting current_ GUARDED_BY(mutex_);
   std::deque<TuneDecision> recent_ GUARDED_BY(mutex_);
@@ -90,9 +119,10 @@ class TuneState {
   int64_t windows_ GUARDED_BY(mutex_) = 0;
 };
 
-/// One stream's controller, driven by its consumer: after each delivered batch, OnBatch with
-/// the batch's wait and the pool's busy time; at the end of a window (AutotuneOptions) it
-/// compares the window's stall share with the target and may move one knob by one step:
+/// The controller, driven by the consumers of a loader's streams through TuneState::OnBatch:
+/// at the end of a window (AutotuneOptions: batches and seconds) it compares the window's
+/// stall share (the waits over the wall time) with the target and may move one knob by one
+/// step:
 ///
 /// - stall above target: up, workers when the active ones were busy (>= 75% of the window),
 ///   else prefetch (the waits are bursts the queue ahead absorbs), else workers;
@@ -103,24 +133,27 @@ class TuneState {
 ///   or a down-move after which the stall went over the target, is undone, and that knob's
 ///   move in that direction is held for a number of windows that doubles each time
 ///   (4, 8, 16, ... 256); an up-move that worked holds that knob's down-moves the same way,
-///   so the controller does not swing between two settings.
-///
-/// The first batch of a stream is not counted (its wait is the pipeline filling).
-/// Not thread-safe: one consumer drives it.
+///   so the controller does not swing between two settings;
+/// - with a NodeShare, each window publishes the CPUs the workers used, and workers above
+///   what the node's other ranks leave (never below the equal share) come down first.
 class Autotuner {
  public:
   using Clock = TuneState::Clock;
 
-  Autotuner(std::shared_ptr<TuneState> state, int64_t epoch);
+  /// `state` owns this controller and outlives it.
+  explicit Autotuner(TuneState* state);
 
   const TuneSetting& setting() const { return setting_; }
-  /// Counts one delivered batch; returns the new setting when it moved.
-  std::optional<TuneSetting> OnBatch(Clock::time_point now, Clock::duration wait,
-                                     int64_t busy_nanos);
+  /// See TuneState::OnBatch.
+  std::optional<TuneSetting> OnBatch(int64_t epoch, bool first, Clock::time_point now,
+                                     Clock::duration wait, int64_t busy_nanos);
 
   /// The decision for a finished window, as a pure function of the controller's memory and
-  /// the window's figures (tested on its own). Empty: no move.
-  std::optional<TuneDecision> Decide(double stall, double busy);
+  /// the window's figures (tested on its own). Empty: no move. `thread_cap`: the most
+  /// workers the node's other ranks leave this one now (NodeShare::Allowance); a setting
+  /// above it comes down to it first.
+  std::optional<TuneDecision> Decide(double stall, double busy, int thread_cap = kNoCap);
+  static constexpr int kNoCap = 1 << 30;
 
  private:
   enum Knob { kThreads = 0, kPrefetch = 1 };
@@ -138,19 +171,22 @@ class Autotuner {
   bool Tuned(Knob knob) const;
   std::optional<TuneDecision> RandomMove();
 
-  const std::shared_ptr<TuneState> state_;
-  const int64_t epoch_;
+  TuneState* const state_;
   TuneSetting setting_;
-  int64_t batches_ = 0;
+  int64_t epoch_ = 0;
+  int64_t batches_ = 0;  // delivered, over all streams
   // The window under way.
   bool started_ = false;
   Clock::time_point window_start_;
+  Clock::time_point last_batch_;
   Clock::duration window_wait_ = Clock::duration::zero();
   int64_t window_batches_ = 0;
-  int64_t window_busy_start_ = 0;
+  int64_t window_busy_ = 0;
   // Windows in a row with a stall below a quarter of the target.
   int low_windows_ = 0;
   std::optional<Pending> pending_;
+  // The node's allowance at the last window (kNoCap without a NodeShare).
+  int thread_cap_ = kNoCap;
   // Windows left during which a knob may not move up / down; and the next hold's length.
   int hold_up_[2] = {0, 0};
   int hold_down_[2] = {0, 0};

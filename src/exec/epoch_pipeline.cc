@@ -44,14 +44,12 @@ EpochPipeline::EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan
       stats_(std::move(stats)),
       targets_(std::move(targets)),
       pool_(workers),
+      tune_(std::move(tune)),
       workers_(std::move(workers)) {
   MutexLock lock(mutex_);
   prefetch_ = options.ResolvedPrefetch();
   lookahead_units_ = options.ResolvedThreads();
-  if (tune != nullptr) {
-    tuner_ = std::make_unique<Autotuner>(std::move(tune), plan_.config().epoch);
-    Apply(tuner_->setting());
-  }
+  if (tune_ != nullptr) Apply(tune_->current());
   // The windows these batches read, in order (all of the rank's, or a server's share).
   for (int64_t batch : batches_) {
     const auto [first, last] = plan_.ScheduleRange(batch);
@@ -376,9 +374,15 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> EpochPipeline::Next() {
   if (assembled.planned_rows > batch->num_rows()) {
     stats_->AddSkippedRows(assembled.planned_rows - batch->num_rows());
   }
-  if (tuner_ != nullptr) {
-    const auto waited = batch_wait_;
-    if (auto setting = tuner_->OnBatch(now, waited, pool_->busy_nanos())) Apply(*setting);
+  if (tune_ != nullptr) {
+    const int64_t busy = pool_->busy_nanos();
+    const auto moved = tune_->OnBatch(static_cast<int64_t>(plan_.config().epoch), !delivered_any_,
+                                      now, batch_wait_, busy - busy_seen_);
+    busy_seen_ = busy;
+    delivered_any_ = true;
+    // Another stream of the loader may have moved it too (a server's streams).
+    const TuneSetting setting = moved.has_value() ? *moved : tune_->current();
+    if (!(setting == applied_)) Apply(setting);
   }
   batch_wait_ = Stats::Clock::duration::zero();
   Pump();
@@ -386,6 +390,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> EpochPipeline::Next() {
 }
 
 void EpochPipeline::Apply(const TuneSetting& setting) {
+  applied_ = setting;
   pool_->SetActiveLimit(setting.threads);
   lookahead_units_ = setting.threads;
   prefetch_ = std::clamp<int64_t>(setting.prefetch, 1, prefetch_cap_);

@@ -33,8 +33,8 @@ class EpochPipeline final : public BatchStream {
   /// Delivers `batches` (indices into the plan's batches, increasing) in that order; its
   /// tasks run on `workers` (its own pool, or one other pipelines share); each batch is
   /// written where `targets` says (null: into buffers of its own). With `tune`, the
-  /// pipeline owns `workers` alone and a controller (Autotuner) moves its active workers,
-  /// read-ahead and prefetch from the consumer's waits, starting at tune's current setting.
+  /// pipeline owns `workers` alone and the loader's controller (TuneState) moves its active
+  /// workers, read-ahead and prefetch from the consumer's waits, from its current setting.
   EpochPipeline(std::shared_ptr<const UnitSource> source, EpochPlan plan,
                 std::vector<int64_t> batches, const LoaderOptions& options,
                 std::shared_ptr<Stats> stats, std::shared_ptr<TaskPool> workers,
@@ -116,8 +116,13 @@ class EpochPipeline final : public BatchStream {
   int64_t prefetch_ GUARDED_BY(mutex_);
   /// Units read ahead of the windows the next batch needs (see the class comment).
   int64_t lookahead_units_ GUARDED_BY(mutex_);
-  /// The controller, driven from Next(); null when the settings are fixed.
-  std::unique_ptr<Autotuner> tuner_ GUARDED_BY(mutex_);
+  /// The loader's controller, driven from Next(); null when the settings are fixed.
+  const std::shared_ptr<TuneState> tune_;
+  /// The setting in force here; whether a batch was delivered yet; the pool's busy time at
+  /// the last delivery.
+  TuneSetting applied_ GUARDED_BY(mutex_);
+  bool delivered_any_ GUARDED_BY(mutex_) = false;
+  int64_t busy_seen_ GUARDED_BY(mutex_) = 0;
   /// Signalled when Deliverable() may have become true.
   CondVar ready_cv_;
   /// Windows scheduled and still needed, keyed by position in schedule_.

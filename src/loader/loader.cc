@@ -281,8 +281,18 @@ arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
   bounds.max_prefetch = options.ResolvedPrefetch();
   std::shared_ptr<TuneState> tune;
   if (options.autotune.enabled && (bounds.tune_threads || bounds.tune_prefetch)) {
-    tune = std::make_shared<TuneState>(options.autotune, bounds,
-                                       TuneSetting{bounds.max_threads, bounds.max_prefetch});
+    // Several ranks on the node: this one starts at its equal share and may grow into the
+    // CPUs the others leave unused (a pool of the node's CPUs, most of them parked).
+    std::shared_ptr<NodeShare> node;
+    if (bounds.tune_threads && options.autotune.random_moves == 0) {
+      if (auto key = NodeShareKeyFromEnv(budget)) {
+        node = NodeShare::Open(*key, budget.ranks_per_node, budget.cpus);
+      }
+    }
+    const TuneSetting start{bounds.max_threads, bounds.max_prefetch};
+    if (node != nullptr) bounds.max_threads = budget.cpus;
+    tune = std::make_shared<TuneState>(options.autotune, bounds, start, std::move(node),
+                                       budget.threads);
   }
   if (options.storage.io_threads == 0) {
     options.storage.io_threads = AnyRemote(options.sources)
@@ -405,7 +415,9 @@ arrow::Result<std::unique_ptr<BatchStream>> LoaderImpl::StartStream(
   // A pool of its own may be sized by the controller; a shared one (a mixture's) is not.
   std::shared_ptr<TuneState> tune;
   if (workers == nullptr) {
-    workers = std::make_shared<TaskPool>(options_.ResolvedThreads());
+    // Under the controller the pool has every worker it may ever set to work.
+    workers = std::make_shared<TaskPool>(tune_ != nullptr ? tune_->bounds().max_threads
+                                                          : options_.ResolvedThreads());
     tune = tune_;
   }
   return std::make_unique<EpochPipeline>(source_, std::move(planned.first),

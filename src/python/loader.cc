@@ -150,6 +150,17 @@ nb::dict AutotuneDict(const LoaderImpl& loader) {
     recent.append(item);
   }
   out["recent"] = recent;
+  if (const auto& node = tune->node()) {  // ranks on this node sharing its CPUs by need
+    nb::dict shared;
+    shared["job_from"] = node->key().job_from;
+    shared["local_rank"] = node->key().local_rank;
+    shared["ranks"] = node->ranks();
+    shared["cpus"] = node->cpus();
+    shared["share"] = tune->share();
+    shared["others_used"] = node->OthersUsed();
+    shared["allowance"] = node->Allowance(tune->share());
+    out["node"] = shared;
+  }
   return out;
 }
 

@@ -5,6 +5,9 @@ shrinks a loader the training step does not need, and bad options name themselve
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -137,3 +140,39 @@ def test_bad_autotune_options_name_themselves(criteo: Path, value, error, messag
 def test_num_threads_takes_auto_or_a_count(criteo: Path) -> None:
     with pytest.raises(TypeError, match="num_threads must be"):
         stoker.Loader(criteo, batch_size=256, num_threads="many")
+
+
+def _rank(path: Path, local_rank: int, run_id: str, seconds: float, step_ms: float):
+    env = {**os.environ, "LOCAL_WORLD_SIZE": "2", "LOCAL_RANK": str(local_rank),
+           "TORCHELASTIC_RUN_ID": run_id}
+    env.pop("STOKER_NODE_SHARE", None)
+    return subprocess.Popen(
+        [sys.executable, str(Path(__file__).parent / "node_share_job.py"), str(path),
+         str(seconds), str(step_ms)], env=env, stdout=subprocess.PIPE, text=True)
+
+
+def test_ranks_on_a_node_share_cpus_by_need(criteo: Path) -> None:
+    """Two real ranks of one job on this node (torchrun's variables): each starts at its
+    equal share; the one that stalls while the other idles (a 20 ms step) grows past its
+    share into the CPUs the idle one leaves, and each sees what the other uses."""
+    run_id = f"autotune-test-{os.getpid()}-{time.monotonic_ns()}"
+    idle = _rank(criteo, 1, run_id, seconds=5.0, step_ms=20.0)
+    time.sleep(1.0)  # the idle rank has published before the busy one starts
+    busy = _rank(criteo, 0, run_id, seconds=3.0, step_ms=0.0)
+    busy_out, _ = busy.communicate(timeout=120)
+    idle_out, _ = idle.communicate(timeout=120)
+    assert busy.returncode == 0 and idle.returncode == 0
+    busy_tune, idle_tune = json.loads(busy_out), json.loads(idle_out)
+    for tune, rank in ((busy_tune, 0), (idle_tune, 1)):
+        node = tune["node"]
+        assert node["job_from"] == "TORCHELASTIC_RUN_ID"
+        assert (node["local_rank"], node["ranks"]) == (rank, 2)
+        assert node["share"] == max(node["cpus"] // 2, 1)
+        assert tune["max_threads"] == node["cpus"]  # a pool of the node's CPUs, most parked
+    share = busy_tune["node"]["share"]
+    grown = [d for d in busy_tune["recent"]
+             if d["action"] == "threads up" and d["threads"][1] > share]
+    assert grown, busy_tune["recent"]
+    # The busy rank saw the idle one's use, and the idle one saw the busy one's.
+    assert 0 < busy_tune["others_seen"] < 1.0
+    assert idle_tune["others_seen"] > 0.5

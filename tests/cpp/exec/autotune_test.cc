@@ -41,7 +41,8 @@ std::vector<TuneDecision> Feed(Autotuner* tuner, int windows, double stall, doub
 }
 
 TEST(AutotunerTest, ShrinksWorkersThenPrefetchWhileTheStallStaysLow) {
-  Autotuner tuner(State(Bounds(8, 16), {8, 16}), 0);
+  auto tuner_state = State(Bounds(8, 16), {8, 16});
+  Autotuner& tuner = tuner_state->tuner();
   // Two low windows move nothing; the third takes workers down by a quarter.
   EXPECT_TRUE(Feed(&tuner, 2, 0.0, 0.2).empty());
   auto moved = tuner.Decide(0.0, 0.2);
@@ -55,7 +56,8 @@ TEST(AutotunerTest, ShrinksWorkersThenPrefetchWhileTheStallStaysLow) {
 }
 
 TEST(AutotunerTest, GrowsWorkersWhenTheyAreBusyAndPrefetchWhenTheyAreNot) {
-  Autotuner busy(State(Bounds(8, 16), {2, 2}), 0);
+  auto busy_state = State(Bounds(8, 16), {2, 2});
+  Autotuner& busy = busy_state->tuner();
   double stall = 0.2;
   auto moved = busy.Decide(stall, 0.95);
   ASSERT_TRUE(moved.has_value());
@@ -65,7 +67,8 @@ TEST(AutotunerTest, GrowsWorkersWhenTheyAreBusyAndPrefetchWhenTheyAreNot) {
   for (int window = 0; window < 6; ++window) busy.Decide(stall *= 0.85, 0.95);
   EXPECT_EQ(busy.setting().threads, 8);
 
-  Autotuner idle(State(Bounds(8, 16), {2, 2}), 0);
+  auto idle_state = State(Bounds(8, 16), {2, 2});
+  Autotuner& idle = idle_state->tuner();
   moved = idle.Decide(0.2, 0.3);
   ASSERT_TRUE(moved.has_value());
   EXPECT_EQ(moved->action, "prefetch up");
@@ -73,23 +76,27 @@ TEST(AutotunerTest, GrowsWorkersWhenTheyAreBusyAndPrefetchWhenTheyAreNot) {
 }
 
 TEST(AutotunerTest, AtTheBoundsNothingMoves) {
-  Autotuner tuner(State(Bounds(4, 8), {4, 8}), 0);
+  auto tuner_state = State(Bounds(4, 8), {4, 8});
+  Autotuner& tuner = tuner_state->tuner();
   EXPECT_TRUE(Feed(&tuner, 20, 0.5, 1.0).empty());
   EXPECT_EQ(tuner.setting(), (TuneSetting{4, 8}));
 }
 
 TEST(AutotunerTest, AFixedKnobNeverMoves) {
-  Autotuner tuner(State(Bounds(8, 16, /*threads=*/false), {8, 16}), 0);
+  auto tuner_state = State(Bounds(8, 16, /*threads=*/false), {8, 16});
+  Autotuner& tuner = tuner_state->tuner();
   for (const auto& d : Feed(&tuner, 100, 0.0, 0.1)) EXPECT_EQ(d.to.threads, 8) << d.action;
   EXPECT_EQ(tuner.setting(), (TuneSetting{8, 1}));
-  Autotuner fixed_prefetch(State(Bounds(8, 16, true, /*prefetch=*/false), {2, 16}), 0);
+  auto fixed_prefetch_state = State(Bounds(8, 16, true, /*prefetch=*/false), {2, 16});
+  Autotuner& fixed_prefetch = fixed_prefetch_state->tuner();
   for (const auto& d : Feed(&fixed_prefetch, 50, 0.3, 0.2)) {
     EXPECT_EQ(d.to.prefetch, 16) << d.action;
   }
 }
 
 TEST(AutotunerTest, AnUpMoveThatDoesNotCutTheStallIsUndoneAndHeld) {
-  Autotuner tuner(State(Bounds(8, 16), {2, 4}), 0);
+  auto tuner_state = State(Bounds(8, 16), {2, 4});
+  Autotuner& tuner = tuner_state->tuner();
   auto up = tuner.Decide(0.10, 0.9);
   ASSERT_TRUE(up.has_value());
   EXPECT_EQ(up->action, "threads up");
@@ -105,7 +112,8 @@ TEST(AutotunerTest, AnUpMoveThatDoesNotCutTheStallIsUndoneAndHeld) {
 }
 
 TEST(AutotunerTest, ADownMoveThatRaisesTheStallIsUndone) {
-  Autotuner tuner(State(Bounds(4, 8), {4, 8}), 0);
+  auto tuner_state = State(Bounds(4, 8), {4, 8});
+  Autotuner& tuner = tuner_state->tuner();
   Feed(&tuner, 3, 0.0, 0.3);
   ASSERT_EQ(tuner.setting(), (TuneSetting{3, 8}));
   auto undo = tuner.Decide(0.05, 0.9);
@@ -117,7 +125,8 @@ TEST(AutotunerTest, ADownMoveThatRaisesTheStallIsUndone) {
 // A stall that sits exactly where one worker fewer is too few: each down-move is undone, and
 // each hold is twice as long as the last, so the moves thin out instead of swinging.
 TEST(AutotunerTest, DoesNotSwingBetweenTwoSettings) {
-  Autotuner tuner(State(Bounds(2, 4, true, false), {2, 4}), 0);
+  auto tuner_state = State(Bounds(2, 4, true, false), {2, 4});
+  Autotuner& tuner = tuner_state->tuner();
   int moves = 0;
   for (int window = 0; window < 2000; ++window) {
     const double stall = tuner.setting().threads == 2 ? 0.0 : 0.05;
@@ -130,11 +139,10 @@ TEST(AutotunerTest, DoesNotSwingBetweenTwoSettings) {
 
 TEST(AutotunerTest, RandomMovesStayWithinTheBoundsAndAreRecorded) {
   auto state = State(Bounds(6, 12), {6, 12}, /*random_moves=*/42);
-  Autotuner tuner(state, 3);
   auto now = TuneState::Clock::now();
   int moved = 0;
   for (int b = 0; b < 500; ++b) {
-    if (auto setting = tuner.OnBatch(now, 0ms, 0)) {
+    if (auto setting = state->OnBatch(3, b == 0, now, 0ms, 0)) {
       ++moved;
       EXPECT_GE(setting->threads, 1);
       EXPECT_LE(setting->threads, 6);
@@ -146,7 +154,7 @@ TEST(AutotunerTest, RandomMovesStayWithinTheBoundsAndAreRecorded) {
   EXPECT_EQ(state->decisions(), moved);
   EXPECT_EQ(state->recent().size(), TuneState::kKeptDecisions);
   EXPECT_EQ(state->recent().back().epoch, 3);
-  EXPECT_EQ(state->current(), tuner.setting());
+  EXPECT_EQ(state->current(), state->tuner().setting());
 }
 
 TEST(AutotunerTest, WindowsCountBatchesAndTimeAndSkipTheFirstBatch) {
@@ -154,19 +162,25 @@ TEST(AutotunerTest, WindowsCountBatchesAndTimeAndSkipTheFirstBatch) {
   options.window_batches = 10;
   options.window_seconds = 1.0;
   auto state = std::make_shared<TuneState>(options, Bounds(4, 8), TuneSetting{4, 8});
-  Autotuner tuner(state, 0);
   auto t = TuneState::Clock::now();
   // The first batch's long wait (the pipeline filling) is not counted.
-  tuner.OnBatch(t, 5s, 0);
+  state->OnBatch(0, true, t, 5s, 0);
   for (int b = 0; b < 30; ++b) {
     t += 10ms;
-    tuner.OnBatch(t, 0ms, 0);
+    state->OnBatch(0, false, t, 0ms, 0);
   }
   EXPECT_EQ(state->windows(), 0);  // 30 batches but 0.3 s: no window closed yet
-  for (int b = 0; b < 70; ++b) {
+  // The next epoch's stream: a pause of 10 s between the streams, and its first batch, do
+  // not count; the window goes on over the streams.
+  t += 10s;
+  state->OnBatch(1, true, t, 1s, 0);
+  for (int b = 0; b < 69; ++b) {
     t += 10ms;
-    tuner.OnBatch(t, 0ms, 0);
+    state->OnBatch(1, false, t, 0ms, 0);
   }
+  EXPECT_EQ(state->windows(), 0);  // 0.99 s of the window's 1 s
+  t += 10ms;
+  state->OnBatch(1, false, t, 0ms, 0);
   EXPECT_EQ(state->windows(), 1);
 }
 
