@@ -111,14 +111,32 @@ std::shared_ptr<NodeShare> NodeShare::Open(const NodeShareKey& key, int ranks, i
                            std::to_string(std::hash<std::string>{}(key.job));
   const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return nullptr;
-  return std::shared_ptr<NodeShare>(new NodeShare(key, ranks, cpus, path, fd));
+  std::shared_ptr<NodeShare> share(new NodeShare(key, ranks, cpus, path, fd));
+  // Until its first window a rank claims its equal share: the others do not count its CPUs
+  // as spare before it has even started.
+  share->Publish(0, static_cast<double>(cpus) / ranks);
+  return share;
 }
 
 NodeShare::NodeShare(NodeShareKey key, int ranks, int cpus, std::string path, int fd)
     : key_(std::move(key)), ranks_(ranks), cpus_(cpus), path_(std::move(path)), fd_(fd) {}
 
 NodeShare::~NodeShare() {
-  WriteSlot(fd_, Record{}, key_.local_rank);  // the slot is free again
+  {
+    FileLock lock(fd_, LOCK_EX);
+    const Record freed{};
+    const auto offset = static_cast<off_t>(key_.local_rank * sizeof(Record));
+    if (pwrite(fd_, &freed, sizeof(freed), offset) == sizeof(freed)) {
+      // The last rank out removes the ledger, so jobs leave nothing behind in /dev/shm.
+      std::vector<Record> records(static_cast<size_t>(ranks_));
+      const ssize_t got = pread(fd_, records.data(), records.size() * sizeof(Record), 0);
+      const bool empty =
+          got >= 0 && std::none_of(records.begin(),
+                                   records.begin() + got / static_cast<ssize_t>(sizeof(Record)),
+                                   [](const Record& r) { return Alive(r.pid); });
+      if (empty) unlink(path_.c_str());
+    }
+  }
   close(fd_);
 }
 

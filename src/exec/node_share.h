@@ -36,8 +36,9 @@ std::optional<NodeShareKey> NodeShareKeyFromEnv(const CpuBudget& budget);
 /// One rank's view of the node's ledger. Thread-safe (one controller per stream may publish).
 class NodeShare {
  public:
-  /// Opens (creating) the ledger of `key` in `dir` for `ranks` ranks sharing `cpus` CPUs;
-  /// null when the file cannot be opened (sharing then does not apply).
+  /// Opens (creating) the ledger of `key` in `dir` for `ranks` ranks sharing `cpus` CPUs and
+  /// claims this rank's equal share until its first Publish; null when the file cannot be
+  /// opened (sharing then does not apply). The last rank to close removes the file.
   static std::shared_ptr<NodeShare> Open(const NodeShareKey& key, int ranks, int cpus,
                                          const std::string& dir = "/dev/shm");
   ~NodeShare();

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -94,19 +95,26 @@ TEST(NodeShareTest, ARankMayUseWhatTheOthersLeaveAndAlwaysKeepsItsShare) {
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   EXPECT_EQ(a->path(), b->path());
-  EXPECT_EQ(b->OthersUsed(), 0.0);  // nobody has published: all four CPUs
-  EXPECT_EQ(b->Allowance(2), 4);
+  // Before its first window a rank claims its equal share: 2 of the 4 CPUs.
+  EXPECT_EQ(b->OthersUsed(), 2.0);
+  EXPECT_EQ(b->Allowance(2), 2);
   a->Publish(1, 0.1);
   EXPECT_DOUBLE_EQ(b->OthersUsed(), 0.1);
   EXPECT_EQ(b->Allowance(2), 4);  // 3.9 CPUs spare
   a->Publish(2, 2.4);
   EXPECT_EQ(b->Allowance(2), 2);  // 1.6 spare: rounds to 2, its share anyway
   a->Publish(4, 3.9);
-  EXPECT_EQ(b->Allowance(2), 2);  // the share stands whatever the others take
-  EXPECT_EQ(a->OthersUsed(), 0.0);
-  // A rank that closes frees its slot.
+  EXPECT_EQ(b->Allowance(2), 2);    // the share stands whatever the others take
+  EXPECT_EQ(a->OthersUsed(), 2.0);  // b's claim, unmeasured yet
+  b->Publish(2, 0.4);
+  EXPECT_EQ(a->Allowance(2), 4);
+  // A rank that closes frees its slot; the last one out removes the ledger.
+  const std::string path = a->path();
   a.reset();
   EXPECT_EQ(b->OthersUsed(), 0.0);
+  EXPECT_TRUE(std::filesystem::exists(path));
+  b.reset();
+  EXPECT_FALSE(std::filesystem::exists(path));
 }
 
 TEST(NodeShareTest, ADeadRanksRecordCountsNothing) {
