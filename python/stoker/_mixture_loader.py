@@ -32,9 +32,10 @@ _DEFAULTS = _options.LOADER_DEFAULTS
 
 # Loader options that mean one dataset; a mixture takes them per stoker.Source, or not at all.
 _PER_SOURCE = ("columns", "filter", "transforms")
+# autotune: a mixture's sources share one pool of fixed size (docs/autotune.md).
 _NOT_WITH_MIXTURE = ("with_row_origin",
                      "codecs", "partitioning", "on_error", "max_bad_units", "max_bad_fraction",
-                     "trace", "trace_events")
+                     "trace", "trace_events", "autotune")
 
 
 class MixtureLoader(_cursor.EpochLoader):

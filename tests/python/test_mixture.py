@@ -345,7 +345,7 @@ def test_bad_weights_and_options_name_the_option(sources):
     with pytest.raises(ValueError, match="on_error= is not supported with a Mixture"):
         _loader(_mixture(sources, epoch_rows=10), on_error="skip")
     for name, value in [("codecs", [{"column": "x", "codec": "ndarray"}]),
-                        ("partitioning", "hive")]:
+                        ("partitioning", "hive"), ("autotune", {"target_stall": 0.1})]:
         with pytest.raises(ValueError, match=f"^{name}= is not supported with a Mixture"):
             _loader(_mixture(sources, epoch_rows=10), **{name: value})
 
