@@ -46,12 +46,18 @@ def storage(options: dict[str, Any] | None) -> Any:
         return storage
     if not isinstance(options, dict):
         raise TypeError(f"storage_options must be a dict, got {options!r}")
-    unknown = sorted(set(options) - set(storage.fields))
-    if unknown:
-        raise ValueError(f"storage_options: unknown key(s) {', '.join(unknown)}; it takes "
-                         f"{', '.join(storage.fields)}")
-    assign(storage, options, label="storage_options: ")
+    assign_known(storage, options, "storage_options", storage.fields)
     return storage
+
+
+def assign_known(target: Any, values: dict[str, Any], name: str, allowed: Any) -> None:
+    """``assign`` for an option given as a dict (``name``): a key outside ``allowed`` is a
+    ValueError listing the keys it takes."""
+    unknown = sorted(set(values) - set(allowed))
+    if unknown:
+        raise ValueError(f"{name}: unknown key(s) {', '.join(unknown)}; it takes "
+                         f"{', '.join(allowed)}")
+    assign(target, values, label=f"{name}: ")
 
 
 def _sources(source: Any) -> list[str]:
@@ -122,12 +128,7 @@ def autotune(value: Any) -> Any:
     if not isinstance(value, dict):
         raise TypeError(f"autotune must be True, False or a dict of the controller's options, "
                         f"got {value!r}")
-    allowed = [name for name in options.fields if name != "enabled"]
-    unknown = sorted(set(value) - set(allowed))
-    if unknown:
-        raise ValueError(f"autotune: unknown key(s) {', '.join(unknown)}; it takes "
-                         f"{', '.join(allowed)}")
-    assign(options, value, label="autotune: ")
+    assign_known(options, value, "autotune", [name for name in options.fields if name != "enabled"])
     return options
 
 

@@ -101,9 +101,7 @@ std::optional<TuneSetting> Autotuner::OnBatch(int64_t epoch, bool first, Clock::
   if (state_->options().random_moves != 0) {
     auto decision = RandomMove();
     if (!decision.has_value()) return std::nullopt;
-    decision->at_seconds = std::chrono::duration<double>(now - state_->origin()).count();
-    state_->Record(*decision);
-    return setting_;
+    return Made(std::move(*decision), now);
   }
   if (first) {
     // A stream's first batch: its wait is the pipeline filling, not a stall, and the time
@@ -141,9 +139,26 @@ std::optional<TuneSetting> Autotuner::OnBatch(int64_t epoch, bool first, Clock::
   }
   auto decision = Decide(stall, std::min(busy, 1.0), cap);
   if (!decision.has_value()) return std::nullopt;
-  decision->at_seconds = std::chrono::duration<double>(now - state_->origin()).count();
-  state_->Record(*decision);
+  return Made(std::move(*decision), now);
+}
+
+std::optional<TuneSetting> Autotuner::Made(TuneDecision decision, Clock::time_point now) {
+  decision.at_seconds = std::chrono::duration<double>(now - state_->origin()).count();
+  state_->Record(std::move(decision));
   return setting_;
+}
+
+TuneDecision Autotuner::Begin(std::string action, std::string reason, double stall,
+                              double busy) const {
+  TuneDecision decision;
+  decision.epoch = epoch_;
+  decision.batch = batches_;
+  decision.from = setting_;
+  decision.action = std::move(action);
+  decision.reason = std::move(reason);
+  decision.stall = stall;
+  decision.busy = busy;
+  return decision;
 }
 
 std::optional<TuneDecision> Autotuner::Decide(double stall, double busy, int thread_cap) {
@@ -156,18 +171,13 @@ std::optional<TuneDecision> Autotuner::Decide(double stall, double busy, int thr
   // The node's other ranks need CPUs this one holds: give them back before anything else.
   if (Tuned(kThreads) && setting_.threads > Max(kThreads)) {
     pending_.reset();
-    TuneDecision decision;
-    decision.epoch = epoch_;
-    decision.batch = batches_;
-    decision.from = setting_;
+    auto decision =
+        Begin("threads down",
+              "the node's other ranks need their CPUs: " + std::to_string(Max(kThreads)) +
+                  " workers is this rank's allowance",
+              stall, busy);
     setting_.threads = Max(kThreads);
     decision.to = setting_;
-    decision.action = "threads down";
-    decision.reason =
-        "the node's other ranks need their CPUs: " + std::to_string(setting_.threads) +
-        " workers is this rank's allowance";
-    decision.stall = stall;
-    decision.busy = busy;
     return decision;
   }
   // The window after a move judges it.
@@ -179,20 +189,16 @@ std::optional<TuneDecision> Autotuner::Decide(double stall, double busy, int thr
       int* hold = moved.up ? hold_up_ : hold_down_;
       hold[moved.knob] = next_hold_[moved.knob];
       next_hold_[moved.knob] = std::min(next_hold_[moved.knob] * 2, kMaxHold);
-      TuneDecision decision;
-      decision.epoch = epoch_;
-      decision.batch = batches_;
-      decision.from = setting_;
-      decision.to = moved.before;
-      decision.action = std::string("undo ") + KnobName(moved.knob) + (moved.up ? " up" : " down");
-      decision.reason = moved.up ? "stall " + Percent(stall) + " after the move, " +
-                                       Percent(moved.stall_before) + " before: not cut by a tenth"
-                                 : "stall " + Percent(stall) + " after the move, over the target " +
-                                       Percent(target);
-      decision.reason += "; held for " + std::to_string(hold[moved.knob]) + " windows";
-      decision.stall = stall;
-      decision.busy = busy;
+      const std::string why =
+          moved.up
+              ? "stall " + Percent(stall) + " after the move, " + Percent(moved.stall_before) +
+                    " before: not cut by a tenth"
+              : "stall " + Percent(stall) + " after the move, over the target " + Percent(target);
+      auto decision =
+          Begin(std::string("undo ") + KnobName(moved.knob) + (moved.up ? " up" : " down"),
+                why + "; held for " + std::to_string(hold[moved.knob]) + " windows", stall, busy);
       setting_ = moved.before;
+      decision.to = setting_;
       low_windows_ = 0;
       return decision;
     }
@@ -232,37 +238,25 @@ std::optional<TuneDecision> Autotuner::Decide(double stall, double busy, int thr
 
 std::optional<TuneDecision> Autotuner::Move(Knob knob, bool up, double stall, double busy,
                                             const std::string& reason) {
-  TuneDecision decision;
-  decision.epoch = epoch_;
-  decision.batch = batches_;
-  decision.from = setting_;
+  auto decision = Begin(std::string(KnobName(knob)) + (up ? " up" : " down"), reason, stall, busy);
   int& value = Value(&setting_, knob);
   const int stepped = up ? std::max(value + 1, static_cast<int>(std::ceil(value * 1.5)))
                          : std::min(value - 1, static_cast<int>(std::floor(value * 0.75)));
   value = std::clamp(stepped, 1, Max(knob));
   decision.to = setting_;
-  decision.action = std::string(KnobName(knob)) + (up ? " up" : " down");
-  decision.reason = reason;
-  decision.stall = stall;
-  decision.busy = busy;
   pending_ = Pending{knob, up, decision.from, stall};
   return decision;
 }
 
 std::optional<TuneDecision> Autotuner::RandomMove() {
-  TuneDecision decision;
-  decision.epoch = epoch_;
-  decision.batch = batches_;
-  decision.from = setting_;
+  constexpr double kNone = std::numeric_limits<double>::quiet_NaN();  // no window made it
+  auto decision = Begin("random", "random_moves", kNone, kNone);
   for (Knob knob : {kThreads, kPrefetch}) {
     if (!Tuned(knob)) continue;
     Value(&setting_, knob) = std::uniform_int_distribution<int>(1, Max(knob))(random_);
   }
   if (setting_ == decision.from) return std::nullopt;
   decision.to = setting_;
-  decision.action = "random";
-  decision.reason = "random_moves";
-  decision.stall = decision.busy = std::numeric_limits<double>::quiet_NaN();
   return decision;
 }
 

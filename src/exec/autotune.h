@@ -166,6 +166,11 @@ class Autotuner {
 
   std::optional<TuneDecision> Move(Knob knob, bool up, double stall, double busy,
                                    const std::string& reason);
+  /// A decision made now, from the setting in force: its epoch, batch, `from`, figures and
+  /// words; the caller moves setting_ and sets `to`.
+  TuneDecision Begin(std::string action, std::string reason, double stall, double busy) const;
+  /// Stamps `decision` with `now`, records it in the state and returns the new setting.
+  std::optional<TuneSetting> Made(TuneDecision decision, Clock::time_point now);
   int& Value(TuneSetting* setting, Knob knob) const;
   int Max(Knob knob) const;
   bool Tuned(Knob knob) const;
