@@ -582,6 +582,11 @@ class Loader:
 
     def start_epoch(self, epoch: int, resumed: Sequence[tuple[int, int]]) -> Epoch: ...
 
+    def start_share(self, epoch: int, resumed: Sequence[tuple[int, int]], *, shards: int, shard: int, span: int, chunk: int, first: int) -> Epoch:
+        """
+        The batches b of this rank's epoch with shard <= (b // chunk) % shards < shard + span and b >= first, in plan order.
+        """
+
     def restore_digest(self, hex: str) -> None: ...
 
     def stats(self) -> dict: ...
@@ -615,7 +620,9 @@ class Server:
 
     def shutdown(self) -> None: ...
 
-def encode_ticket(config: str, *, epoch: int, rank: int, world_size: int, rounds: Sequence[tuple[int, int]], shards: int = 1, shard: int = 0, chunk: int = 1, first: int = 0) -> bytes:
+DEFAULT_CHUNK_BATCHES: int = 16
+
+def encode_ticket(config: str, *, epoch: int, rank: int, world_size: int, rounds: Sequence[tuple[int, int]], shards: int = 1, shard: int = 0, span: int = 1, chunk: int = 1, first: int = 0) -> bytes:
     """The ticket naming a stream (the format docs/serve.md documents)."""
 
 def decode_ticket(ticket: bytes) -> dict:

@@ -211,14 +211,16 @@ class RemoteLoader(_cursor.EpochLoader):
                  token: str | None = None,
                  tls_root_certs: bytes | str | None = None,
                  reconnect_timeout: float = 60.0, trace: str | os.PathLike | None = None,
-                 trace_events: int = 0) -> None:
+                 trace_events: int = 0, local: bool | dict[str, Any] = False,
+                 split: dict[str, Any] | None = None) -> None:
         if isinstance(servers, str) and "://" not in servers:
             from stoker.ray import Fleet  # a fleet's name
 
             servers = Fleet.get(servers)
         if isinstance(servers, str):
             servers = [servers]
-        self._fleet = servers if hasattr(servers, "addresses") else None
+        # A stoker.ray.Fleet (or what acts as one: addresses, recipe, report).
+        self._fleet: Any = servers if hasattr(servers, "addresses") else None
         if self._fleet is None and not servers:
             raise ValueError("servers: give at least one grpc://host:port")
         _frameworks.check_output(output)
@@ -232,19 +234,31 @@ class RemoteLoader(_cursor.EpochLoader):
         # Not a fleet: servers is the locations (mypy cannot tell from the hasattr above).
         self._locations = None if self._fleet is not None else list(
             cast("Sequence[str]", servers))
-        self._servers = _Servers(self._resolve(), **self._connection)
-        _check_served_options(self._servers, {
+        self._local_core: Any = None  # the local engine's _core.Loader (local first)
+        self._local_loader: Any = None
+        self._current_layout: Any = None  # the layout the epoch read last used
+        if local is not False:
+            self._open_local(local, output, rank, world_size, split)
+        locations = self._resolve()
+        self._servers = _Servers(locations, **self._connection) if locations else None
+        if self._servers is None and self._local_core is None:
+            raise ValueError(f"fleet '{getattr(self._fleet, 'name', '')}' has no servers "
+                             "now: read it with local=True (its own cores first) or start "
+                             "it with a server")
+        self._config = self._check_local(self._servers)
+        _check_served_options(self._config, {
             "batch_size": batch_size, "seed": seed, "shuffle": shuffle,
             "shuffle_window": shuffle_window, "drop_last": drop_last,
             "columns": list(columns) if columns is not None else None})
         self._output, self._batch_transform = output, batch_transform
-        self._ragged = list(self._servers.config.get("ragged", []))
+        self._ragged = list(self._config.get("ragged", []))
         if output == "jax":
             _frameworks.check_schema(output, self.schema)
         self._stats = {"rows": 0, "batches": 0, "bytes_received": 0, "wait_seconds": 0.0,
                        "reconnects": 0}
-        self._cursor = _cursor.EpochCursor(_state.identity(self._servers.config), rank,
-                                           world_size)
+        if self._local_core is not None:
+            self._stats.update({"local_batches": 0, "remote_batches": 0, "relayouts": 0})
+        self._cursor = _cursor.EpochCursor(_state.identity(self._config), rank, world_size)
         if trace is not None and not trace_events:
             trace_events = _core.DEFAULT_TRACE_EVENTS
         self._trace_path = None if trace is None else os.fspath(trace)
@@ -263,14 +277,85 @@ class RemoteLoader(_cursor.EpochLoader):
         """The servers to read from: those read so far while they are still where they
         were; a fleet's restarted or resized servers otherwise, checked to serve the same
         configuration."""
+        servers = self._connect_optional()
+        if servers is None:
+            raise ConnectionError(f"fleet '{getattr(self._fleet, 'name', '')}' has no "
+                                  "servers now")
+        return servers
+
+    def _connect_optional(self) -> _Servers | None:
+        """As _connect, but None while the fleet has no servers (read local first)."""
         locations = self._resolve()
-        if locations != self._servers.locations:
+        if not locations:
+            return None
+        if self._servers is None or locations != self._servers.locations:
             servers = _Servers(locations, **self._connection)
-            if servers.config != self._servers.config:
+            if servers.config["config"] != self._config["config"]:
                 raise ValueError(f"the fleet's servers {locations} now serve another "
                                  "configuration than when this loader was made")
             self._servers = servers
         return self._servers
+
+    def _open_local(self, local: bool | dict[str, Any], output: str, rank: int,
+                    world_size: int, split: dict[str, Any] | None) -> None:
+        """The trainer's own engine for local-first reading: the fleet's source and options
+        (a plain list of servers: local={"source": ...} and the servers' options), with
+        `local`'s options over them."""
+        from stoker import _loader, _local_first, _split
+
+        given = {} if local is True else dict(cast("dict[str, Any]", local))
+        if self._fleet is not None:
+            source, options = self._fleet.recipe()
+            for sizing in ("num_threads", "prefetch", "trace_events"):  # the servers' own
+                options.pop(sizing, None)
+            source = given.pop("source", source)
+        elif "source" in given:
+            source, options = given.pop("source"), {}
+        else:
+            raise ValueError("local: with servers given by address, name what they serve: "
+                             "local={'source': ..., <their Loader options>}")
+        self._split = _split.SplitController(_split.SplitOptions.of(split))
+        self._meter = _split.WindowMeter(self._split.options)
+        self._meter.pause(time.perf_counter())  # until the first epoch starts
+        options.update(given)
+        if "prefetch" not in options and options.get("batch_size"):
+            # A chunk ahead: the local share fills its next chunk while the consumer takes
+            # the servers' (memory: about a shuffle window of assembled rows).
+            options["prefetch"] = _split.chunk_batches(
+                options["batch_size"], options.get("shuffle", True),
+                options.get("shuffle_window") or _core.DEFAULT_SHUFFLE_WINDOW,
+                _core.DEFAULT_CHUNK_BATCHES)
+        self._local_output = output
+        self._local_loader = _loader.Loader(source, output=output, rank=rank,
+                                            world_size=world_size, **options)
+        self._local_core = self._local_loader._core
+        self._trainer_id = _local_first.trainer_id()
+
+    def _check_local(self, servers: _Servers | None) -> dict[str, Any]:
+        """The configuration served: the servers', the same as the local engine's."""
+        if self._local_core is None:
+            assert servers is not None
+            return servers.config
+        local = json.loads(self._local_core.config())
+        if servers is not None and servers.config["config"] != local["config"]:
+            raise ValueError(f"the servers {servers.locations} serve another configuration "
+                             "than the local engine reads (dataset or options differ)")
+        return local
+
+    def _layout(self, servers: _Servers | None, local: int | None = None) -> Any:
+        """Which source serves each batch: `local` chunks (the controller's when None) and
+        one per server in each period; chunks of a shuffle window's batches, so that the
+        sources mostly read different windows."""
+        from stoker import _split
+
+        count = 0 if servers is None else len(servers.servers)
+        local = self._split.local if local is None else local
+        if count == 0:
+            local = max(1, local)
+        config = self._config
+        chunk = _split.chunk_batches(config["batch_size"], config["shuffle"],
+                                     config["shuffle_window"], config["chunk"])
+        return _split.Layout(local, count, chunk)
 
     def _stream(self, epoch: int, rounds: list[list[int]]) -> dict[str, Any]:
         return {"epoch": epoch, "rank": self._cursor.rank,
@@ -286,6 +371,16 @@ class RemoteLoader(_cursor.EpochLoader):
     def _read_epoch(self, progress: _cursor.Progress) -> _cursor.EpochIterator:
         on_close = None if self._trace_path is None else lambda: self.write_trace(
             self._trace_path)
+        if self._local_core is not None:
+            from stoker import _local_first
+
+            if on_close is not None:
+                raise ValueError("trace= is not kept by a loader reading local first")
+            rows = self._rank_rows(progress)
+            batch_size = self._cursor.identity["batch_size"]
+            return _local_first.LocalFirstEpoch(
+                self, self._stream(progress.epoch, progress.rounds), progress,
+                -(-rows // batch_size), lambda b: min(batch_size, rows - b * batch_size))
         identity = self._cursor.identity
         rank_rows = _core.rank_rows(
             identity["rows"], [(int(n), int(r)) for n, r in progress.rounds],
@@ -309,26 +404,51 @@ class RemoteLoader(_cursor.EpochLoader):
         """What each batch is: "numpy", "torch", "jax", "tensorflow" or "arrow"."""
         return self._output
 
+    def _rank_rows(self, progress: _cursor.Progress) -> int:
+        """This rank's rows in `progress`'s epoch (padding included)."""
+        identity = self._cursor.identity
+        return _core.rank_rows(
+            identity["rows"], [(int(n), int(r)) for n, r in progress.rounds],
+            self._cursor.world_size, self._cursor.rank, identity["batch_size"],
+            identity["drop_last"], identity["mode"], identity["pad_to_equal_steps"])
+
     @property
     def schema(self) -> pa.Schema:
+        if self._local_core is not None:
+            return self._local_loader.schema
         server = self._connect().servers[0]
         info = server.client.get_flight_info(flight.FlightDescriptor.for_command(b"stoker"),
                                              server.options)
         return info.schema
 
     def __len__(self) -> int:
+        if self._local_core is not None:
+            return len(self._local_loader)
         return self._connect().plan_batches(self._stream(0, []))
 
     def stats(self) -> dict[str, Any]:
-        """rows, batches, bytes_received, wait_seconds (the data stall) and reconnects."""
-        return dict(self._stats)
+        """rows, batches, bytes_received, wait_seconds (the data stall) and reconnects;
+        reading local first, also local_batches, remote_batches, relayouts, ``split`` (the
+        controller's setting and its recent decisions) and ``local`` (the local engine's
+        stats())."""
+        out: dict[str, Any] = dict(self._stats)
+        if self._local_core is not None:
+            split, layout = self._split, self._current_layout or self._layout(self._servers)
+            out["split"] = {"local": split.local, "servers": layout.servers,
+                            "chunk": layout.chunk,
+                            "local_share": round(layout.local_share(), 4),
+                            "windows": split.windows,
+                            "decisions": split.decisions, "recent": list(split.recent),
+                            "target_stall": split.options.target_stall}
+            out["local"] = self._local_loader.stats()
+        return out
 
 
-def _check_served_options(servers: _Servers, wanted: dict[str, Any]) -> None:
+def _check_served_options(config: dict[str, Any], wanted: dict[str, Any]) -> None:
     """Raises ValueError naming each option asked for that the servers do not serve."""
-    differences = [f"{key}: asked {value!r}, served {servers.config[key]!r}"
+    differences = [f"{key}: asked {value!r}, served {config[key]!r}"
                    for key, value in wanted.items()
-                   if value is not None and value != servers.config[key]]
+                   if value is not None and value != config[key]]
     if differences:
         raise ValueError("the servers were started with other options: " +
                          "; ".join(differences))
@@ -354,4 +474,13 @@ _keywords.document(RemoteLoader, """The Loader API over `stoker serve` servers: 
     "trace": """a path: keep a timeline of each batch's receipt from its server, its
         conversion and the consumer's wait, and write it there as Chrome trace JSON at the
         end of every epoch (docs/observability.md). None: no timeline.""",
+    "local": """read local first (docs/autotune.md): the trainer's own engine serves a run of
+        chunks of each period, the servers the rest, and a controller moves the split by
+        where the consumer waits. True: a fleet's source and options; a dict: Loader
+        options over them (e.g. ``{"num_threads": 4}``), and ``"source"`` with servers
+        given by address. An autoscaled fleet (``Fleet.start(autoscale=...)``) sizes itself
+        from these loaders' reports. False: every batch from the servers.""",
+    "split": """the local-first controller's options: ``target_stall`` (0.01),
+        ``window_batches`` (64), ``window_seconds`` (1.0), ``max_local`` (8 local chunks a
+        period), ``random_moves`` (a seed: move at random every window; tests).""",
 })

@@ -381,9 +381,10 @@ arrow::Result<std::unique_ptr<BatchStream>> LoaderImpl::StartEpoch(
 arrow::Status LoaderImpl::StreamSpec::Validate() const {
   if (epoch < 0) return arrow::Status::Invalid("epoch must be >= 0, got ", epoch);
   ARROW_RETURN_NOT_OK(ValidateRank(rank, world_size));
-  if (shards < 1 || shard < 0 || shard >= shards || chunk < 1 || first_batch < 0) {
-    return arrow::Status::Invalid("invalid stream shard ", shard, " of ", shards, " (chunk ", chunk,
-                                  ", first batch ", first_batch, ")");
+  if (shards < 1 || shard < 0 || span < 1 || shard + span > shards || chunk < 1 ||
+      first_batch < 0) {
+    return arrow::Status::Invalid("invalid stream shard ", shard, " (span ", span, ") of ", shards,
+                                  " (chunk ", chunk, ", first batch ", first_batch, ")");
   }
   return arrow::Status::OK();
 }
@@ -391,7 +392,8 @@ arrow::Status LoaderImpl::StreamSpec::Validate() const {
 std::vector<int64_t> LoaderImpl::StreamSpec::Batches(int64_t plan_batches) const {
   std::vector<int64_t> batches;
   for (int64_t b = first_batch; b < plan_batches; ++b) {
-    if ((b / chunk) % shards == shard) batches.push_back(b);
+    const int64_t slot = (b / chunk) % shards;
+    if (slot >= shard && slot < shard + span) batches.push_back(b);
   }
   return batches;
 }

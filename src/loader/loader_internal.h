@@ -65,10 +65,13 @@ class LoaderImpl final : public Loader {
     /// The rank and world size (a server serves any; a local loader its options').
     int rank = 0;
     int world_size = 1;
-    /// Only the batches b with (b / chunk) % shards == shard and b >= first_batch
-    /// (shards = 1: every batch from first_batch on). How several servers split a plan.
+    /// Only the batches b with shard <= (b / chunk) % shards < shard + span and
+    /// b >= first_batch (shards = 1: every batch from first_batch on). How several servers
+    /// split a plan, and a loader serving a run of `span` chunks of each `shards` itself
+    /// (local first, remote for the rest: docs/autotune.md).
     int64_t shards = 1;
     int64_t shard = 0;
+    int64_t span = 1;
     int64_t chunk = 1;
     int64_t first_batch = 0;
     /// Where the batches end, as offsets into the rank's rows (PlanConfig::batch_ends;

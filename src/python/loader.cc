@@ -116,6 +116,26 @@ Epoch* StartEpoch(const PyLoader& self, int64_t epoch,
                    {self.engine()});
 }
 
+// A share of this rank's epoch (StreamSpec's shards, shard, span, chunk, first): what a
+// RemoteLoader serving part of a fleet's plan on its own cores reads (local first).
+Epoch* StartShare(const PyLoader& self, int64_t epoch,
+                  const std::vector<std::pair<int, int64_t>>& resumed, int64_t shards,
+                  int64_t shard, int64_t span, int64_t chunk, int64_t first) {
+  LoaderImpl::StreamSpec spec;
+  spec.epoch = epoch;
+  for (const auto& [world_size, rows] : resumed) spec.resumed.push_back({world_size, rows});
+  spec.rank = self.engine()->options().rank;
+  spec.world_size = self.engine()->options().world_size;
+  spec.shards = shards;
+  spec.shard = shard;
+  spec.span = span;
+  spec.chunk = chunk;
+  spec.first_batch = first;
+  auto stream = ValueOrThrow(Internal(*self.engine()).StartStream(spec));
+  return new Epoch(std::move(stream), self.output(), self.engine()->ragged_columns(),
+                   {self.engine()});
+}
+
 // The controller's state for stats()["autotune"]: off, or the setting and the last decisions.
 nb::dict AutotuneDict(const LoaderImpl& loader) {
   nb::dict out;
@@ -243,6 +263,11 @@ void BindLoader(nb::module_& m) {
            [](const PyLoader& self) { return SchemaCapsule(*self.engine()->schema()); })
       .def("start_epoch", &StartEpoch, nb::arg("epoch"), nb::arg("resumed"),
            nb::rv_policy::take_ownership, ReleaseGil())
+      .def("start_share", &StartShare, nb::arg("epoch"), nb::arg("resumed"), nb::kw_only(),
+           nb::arg("shards"), nb::arg("shard"), nb::arg("span"), nb::arg("chunk"), nb::arg("first"),
+           nb::rv_policy::take_ownership, ReleaseGil(),
+           "The batches b of this rank's epoch with shard <= (b // chunk) % shards < shard + "
+           "span and b >= first, in plan order.")
       .def(
           "restore_digest",
           [](const PyLoader& self, const std::string& hex) {

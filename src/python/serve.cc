@@ -17,6 +17,7 @@
 #include "serve/stream_source.h"
 #include "serve/ticket.h"
 #include "stoker/flight_service.h"
+#include "stoker/stream_identity.h"
 
 namespace stoker::python {
 
@@ -45,7 +46,7 @@ class PyServer {
 
 nb::bytes EncodeTicketBytes(const std::string& config, int64_t epoch, int rank, int world_size,
                             const std::vector<std::pair<int, int64_t>>& rounds, int64_t shards,
-                            int64_t shard, int64_t chunk, int64_t first) {
+                            int64_t shard, int64_t span, int64_t chunk, int64_t first) {
   Ticket ticket;
   ticket.config = config;
   LoaderImpl::StreamSpec& s = ticket.stream;
@@ -55,6 +56,7 @@ nb::bytes EncodeTicketBytes(const std::string& config, int64_t epoch, int rank, 
   for (const auto& [round_world_size, rows] : rounds) s.resumed.push_back({round_world_size, rows});
   s.shards = shards;
   s.shard = shard;
+  s.span = span;
   s.chunk = chunk;
   s.first_batch = first;
   const std::string text = EncodeTicket(ticket);
@@ -76,6 +78,7 @@ nb::dict DecodeTicketBytes(nb::bytes text) {
   out["rounds"] = rounds;
   out["shards"] = s.shards;
   out["shard"] = s.shard;
+  out["span"] = s.span;
   out["chunk"] = s.chunk;
   out["first"] = s.first_batch;
   return out;
@@ -103,11 +106,13 @@ void BindServe(nb::module_& m) {
       .def("serve", &PyServer::Serve, ReleaseGil())
       .def("shutdown", &PyServer::Shutdown, ReleaseGil());
 
+  m.attr("DEFAULT_CHUNK_BATCHES") = kDefaultChunkBatches;
   const LoaderImpl::StreamSpec defaults;
   m.def("encode_ticket", &EncodeTicketBytes, nb::arg("config"), nb::kw_only(), nb::arg("epoch"),
         nb::arg("rank"), nb::arg("world_size"), nb::arg("rounds"),
         nb::arg("shards") = defaults.shards, nb::arg("shard") = defaults.shard,
-        nb::arg("chunk") = defaults.chunk, nb::arg("first") = defaults.first_batch,
+        nb::arg("span") = defaults.span, nb::arg("chunk") = defaults.chunk,
+        nb::arg("first") = defaults.first_batch,
         "The ticket naming a stream (the format docs/serve.md documents).");
   m.def("decode_ticket", &DecodeTicketBytes, nb::arg("ticket"),
         "A ticket's fields as a dict; ValueError naming what is wrong with a bad one.");

@@ -72,6 +72,8 @@ std::string EncodeTicket(const Ticket& ticket) {
   field("rounds", EncodeRounds(s.resumed));
   field("shards", std::to_string(s.shards));
   field("shard", std::to_string(s.shard));
+  // Written only when it is not 1, so that a one-shard ticket reads as it always has.
+  if (s.span != 1) field("span", std::to_string(s.span));
   field("chunk", std::to_string(s.chunk));
   field("first", std::to_string(s.first_batch));
   return out;
@@ -88,11 +90,9 @@ arrow::Result<Ticket> DecodeTicket(std::string_view text) {
   Ticket ticket;
   LoaderImpl::StreamSpec& s = ticket.stream;
   // Each integer field and where it goes; a field left out keeps StreamSpec's default.
-  const std::map<std::string_view, int64_t*> wide = {{"epoch", &s.epoch},
-                                                     {"shards", &s.shards},
-                                                     {"shard", &s.shard},
-                                                     {"chunk", &s.chunk},
-                                                     {"first", &s.first_batch}};
+  const std::map<std::string_view, int64_t*> wide = {
+      {"epoch", &s.epoch}, {"shards", &s.shards}, {"shard", &s.shard},
+      {"span", &s.span},   {"chunk", &s.chunk},   {"first", &s.first_batch}};
   const std::map<std::string_view, int*> narrow = {{"rank", &s.rank}, {"world", &s.world_size}};
   for (size_t i = 1; i < parts.size(); ++i) {
     const auto eq = parts[i].find('=');

@@ -178,6 +178,40 @@ def test_resizing_the_fleet_keeps_the_batches(cluster, criteo: Path) -> None:
         fleet.shutdown()
 
 
+def test_an_autoscaled_fleet_grows_from_none_on_stall_and_shrinks_back(cluster,
+                                                                      criteo: Path) -> None:
+    """Local first with a fleet of none: a trainer that takes batches as fast as they come
+    waits on its one local thread, so the fleet grows (up to its cap); a trainer whose step
+    is long waits on nothing, so the fleet shrinks back to none. Every epoch's batches are
+    the local Loader's throughout."""
+    fleet = start_fleet(criteo, 0, autoscale={"max_servers": 2, "interval_s": 0.5,
+                                              "idle_intervals": 2})
+    try:
+        loader = stoker.RemoteLoader(fleet, local={"num_threads": 1},
+                                     split={"window_batches": 8, "window_seconds": 0.3})
+        reference = local(criteo)
+
+        def epochs_until(done, step_s: float, limit_s: float = 90.0) -> None:
+            deadline = time.monotonic() + limit_s
+            while not done():
+                assert time.monotonic() < deadline, fleet.history()
+                got = []
+                for batch in loader:
+                    got.append(batch)
+                    time.sleep(step_s)
+                assert_same_batches(got, list(reference))
+
+        epochs_until(lambda: len(fleet.addresses()) >= 1, step_s=0.0)
+        assert fleet.history()[1]["why"].startswith("stall")
+        assert loader.stats()["remote_batches"] > 0 or len(fleet.addresses()) >= 1
+        epochs_until(lambda: len(fleet.addresses()) == 0, step_s=0.03)
+        sizes = [entry["servers"] for entry in fleet.history()]
+        assert sizes[0] == 0 and max(sizes) >= 1 and sizes[-1] == 0, fleet.history()
+        assert max(sizes) <= 2
+    finally:
+        fleet.shutdown()
+
+
 def ray_train(cluster, *args: str) -> dict:
     """examples/ray_train.py against the test cluster; its JSON summary."""
     result = subprocess.run(

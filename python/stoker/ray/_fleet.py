@@ -9,6 +9,7 @@ import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
 from stoker import _mixture, _mixture_loader, _tables
+from stoker.ray._autoscale import AutoscaleOptions
 from stoker.ray._controller import FleetController
 
 # The Ray namespace fleets are named in, so that any job of the cluster finds one by name.
@@ -32,14 +33,15 @@ class Fleet:
               scheduling_strategy: Any = "SPREAD", max_restarts: int = -1,
               detached: bool = False, token: str | None = None, chunk_batches: int = 16,
               max_streams: int = 16, stream_idle_timeout_s: int = 300,
-              **loader_options: Any) -> Fleet:
+              autoscale: dict[str, Any] | None = None, **loader_options: Any) -> Fleet:
         """Starts ``num_servers`` servers of ``source`` and returns once all listen.
 
         Args:
             source: what ``stoker.Loader`` reads (a path every node sees, or s3://...), or
                 a ``stoker.delta_table`` / ``stoker.iceberg_table``: resolved to its snapshot
                 here, once, so every server reads the same files (and no catalog travels).
-            num_servers: servers to start (``resize`` changes it later).
+            num_servers: servers to start (``resize`` changes it later); 0 with
+                ``autoscale``: none until a trainer reading local first stalls.
             name: the fleet's name in the cluster (``Fleet.get(name)``, or
                 ``RemoteLoader(name)``); None: a generated one (``fleet.name``).
             num_cpus, memory, resources: what Ray reserves for each server (memory in
@@ -56,10 +58,21 @@ class Fleet:
                 ``shutdown``); otherwise it ends with that job.
             token: a bearer token every reader must present (``RemoteLoader(token=)``).
             chunk_batches, max_streams, stream_idle_timeout_s: as ``stoker serve``'s.
+            autoscale: size the fleet from its trainers' stall (docs/autotune.md):
+                ``{"max_servers": N}`` and optionally ``min_servers`` (0),
+                ``target_stall`` (0.02), ``interval_s`` (5), ``idle_intervals`` (3),
+                ``report_ttl_s`` (30). Trainers report when they read it with
+                ``RemoteLoader(fleet, local=True)``.
             loader_options: the servers' ``stoker.Loader`` options (batch_size, seed,
                 columns, transforms, ...). ``num_threads`` defaults to ``num_cpus``.
         """
-        if num_servers < 1:
+        if autoscale is not None:
+            scaling = AutoscaleOptions.of(autoscale)  # a bad option raised here, not in Ray
+            if not scaling.min_servers <= num_servers <= scaling.max_servers:
+                raise ValueError(f"num_servers must be between autoscale's min_servers and "
+                                 f"max_servers ({scaling.min_servers}..{scaling.max_servers}), "
+                                 f"got {num_servers}")
+        elif num_servers < 1:
             raise ValueError(f"num_servers must be >= 1, got {num_servers}")
         if isinstance(source, _mixture.Mixture):  # its refusals here, not as a dead server
             _mixture_loader.check_options(loader_options)
@@ -91,7 +104,8 @@ class Fleet:
         controller = ray.remote(FleetController).options(
             name=name, namespace=NAMESPACE, num_cpus=0, scheduling_strategy=here,
             lifetime="detached" if detached else None).remote(
-                source, num_servers, serve_options, loader_options, server_actor_options)
+                source, num_servers, serve_options, loader_options, server_actor_options,
+                autoscale)
         fleet = cls(controller, name)
         try:
             fleet.addresses()  # raises what made a server fail to start
@@ -124,6 +138,20 @@ class Fleet:
         except ray.exceptions.ActorUnavailableError as error:
             raise ConnectionError(f"fleet '{self.name}': a server is unavailable for now: "
                                   f"{error}") from error
+
+    def recipe(self) -> tuple[Any, dict[str, Any]]:
+        """The source every server reads and the servers' Loader options."""
+        return ray.get(self._controller.recipe.remote())
+
+    def report(self, trainer: str, figures: dict[str, Any]) -> None:
+        """A trainer's window (stall, remote_wait, local_wait: shares of its time), sent
+        without waiting; what an autoscaling fleet sizes itself from."""
+        self._controller.report.remote(trainer, figures)
+
+    def history(self) -> list[dict[str, Any]]:
+        """The fleet's size over time: each change, its time (Unix seconds), the servers
+        after it and why (start, resize, or the autoscaler's reason)."""
+        return ray.get(self._controller.history.remote())
 
     def servers(self) -> list[dict[str, Any]]:
         """Each server's location, process id, Ray node id and counters."""

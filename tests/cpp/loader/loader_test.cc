@@ -310,6 +310,31 @@ TEST_F(LoaderTest, ShardedStreamsMergeIntoTheEpoch) {
     for (auto& stream : streams) EXPECT_EQ(stream->Next().ValueOrDie(), nullptr);
     ExpectSameBatches(full, merged);
   }
+  // A stream may serve a run of slots of each period: here slots 0-1 of 3 and slot 2, from
+  // batch 3 on.
+  {
+    LoaderImpl::StreamSpec run;
+    run.shards = 3;
+    run.span = 2;
+    run.chunk = 2;
+    run.first_batch = 3;
+    LoaderImpl::StreamSpec last = run;
+    last.shard = 2;
+    last.span = 1;
+    auto runs = Internal(*loader).StartStream(run).ValueOrDie();
+    auto lasts = Internal(*loader).StartStream(last).ValueOrDie();
+    for (size_t b = 3; b < full.size(); ++b) {
+      auto& stream = (b / 2) % 3 < 2 ? runs : lasts;
+      auto batch = stream->Next().ValueOrDie();
+      ASSERT_NE(batch, nullptr) << "batch " << b;
+      EXPECT_TRUE(batch->Equals(*full[b])) << b;
+    }
+    EXPECT_EQ(runs->Next().ValueOrDie(), nullptr);
+    EXPECT_EQ(lasts->Next().ValueOrDie(), nullptr);
+    LoaderImpl::StreamSpec past = run;
+    past.shard = 2;  // slots 2 and 3 of 3
+    EXPECT_FALSE(Internal(*loader).StartStream(past).ok());
+  }
   // A stream restarted from a later batch continues exactly there.
   LoaderImpl::StreamSpec spec;
   spec.first_batch = 7;

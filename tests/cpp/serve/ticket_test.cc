@@ -30,6 +30,7 @@ void ExpectSame(const Ticket& a, const Ticket& b) {
   EXPECT_EQ(a.stream.resumed, b.stream.resumed);
   EXPECT_EQ(a.stream.shards, b.stream.shards);
   EXPECT_EQ(a.stream.shard, b.stream.shard);
+  EXPECT_EQ(a.stream.span, b.stream.span);
   EXPECT_EQ(a.stream.chunk, b.stream.chunk);
   EXPECT_EQ(a.stream.first_batch, b.stream.first_batch);
 }
@@ -63,6 +64,21 @@ TEST(TicketTest, MissingFieldsTakeTheDefaults) {
   expected.config = "c";
   expected.stream.epoch = 2;
   ExpectSame(*decoded, expected);
+}
+
+// A run of several chunks of each period (a loader reading local first serves them itself);
+// the field is written only when it is not 1, so a one-shard ticket reads as it always has.
+TEST(TicketTest, ASpanOfShardsTravelsOnlyWhenSet) {
+  Ticket ticket = Example();
+  ticket.stream.shards = 5;
+  ticket.stream.shard = 0;
+  ticket.stream.span = 3;
+  const std::string text = EncodeTicket(ticket);
+  EXPECT_NE(text.find(";shard=0;span=3;chunk=16"), std::string::npos) << text;
+  auto decoded = DecodeTicket(text);
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ExpectSame(*decoded, ticket);
+  EXPECT_EQ(EncodeTicket(Example()).find("span"), std::string::npos);
 }
 
 TEST(TicketTest, BadTicketsSayWhatIsWrong) {

@@ -1,0 +1,220 @@
+"""One epoch of a RemoteLoader that reads local first (``local=``): the trainer's own engine
+serves a run of chunks of each period, the servers the rest (_split.Layout), the batches
+taken in plan order from whichever source serves each. The controller (_split) moves the
+split between windows; the fleet's servers are looked up again then, so a fleet that grew or
+shrank is followed from the next batch. The batches are the plan's whatever the split."""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from stoker import _cursor, _loader, _split
+
+if TYPE_CHECKING:
+    from pyarrow import flight
+
+    from stoker._remote import _Servers
+
+
+class ReadAhead:
+    """A server's stream read on a thread of its own, up to `depth` batches ahead of the
+    consumer, so that a server fills its next chunk while the consumer takes the others'.
+    What the read raised is raised by `get`, in order."""
+
+    def __init__(self, reader: flight.FlightStreamReader, depth: int) -> None:
+        self._reader = reader
+        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=max(1, depth))
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="stoker-read-ahead",
+                                        daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            item: tuple[str, Any]
+            try:
+                item = ("batch", self._reader.read_chunk().data)
+            except StopIteration:
+                item = ("end", None)
+            except BaseException as error:  # noqa: BLE001 (handed to the consumer, raised there)
+                item = ("error", error)
+            while not self._stop.is_set():
+                try:
+                    self._queue.put(item, timeout=0.1)
+                    break
+                except queue.Full:
+                    continue
+            if item[0] != "batch":
+                return
+
+    def get(self) -> Any:
+        kind, value = self._queue.get()
+        if kind == "batch":
+            return value
+        if kind == "end":
+            raise StopIteration
+        raise value
+
+    def close(self) -> None:
+        self._stop.set()
+        with contextlib.suppress(Exception):  # the server may be gone
+            self._reader.cancel()
+        self._thread.join(timeout=10)
+
+
+class LocalFirstEpoch(_cursor.EpochIterator):
+    """An epoch read from the local engine's share and the servers' streams (see module)."""
+
+    def __init__(self, owner: Any, stream: dict[str, Any], progress: _cursor.Progress,
+                 num_batches: int, planned_rows: Callable[[int], int],
+                 on_close: Callable[[], None] | None = None) -> None:
+        super().__init__(progress, num_batches)
+        self._owner, self._stream, self._planned_rows = owner, stream, planned_rows
+        self._on_close = on_close
+        self._next = 0
+        self._servers: _Servers | None = owner._connect_optional()
+        self._layout = owner._layout(self._servers)
+        owner._current_layout = self._layout
+        self._local: _loader._EngineReader | None = None
+        self._remote: dict[int, ReadAhead] = {}
+        self._meter = owner._meter
+        self._meter.resume(time.perf_counter())
+
+    def _open(self, first: int) -> None:
+        """Opens every source's share of the layout from batch `first` on."""
+        layout, stream = self._layout, self._stream
+        if layout.local > 0:
+            epoch = self._owner._local_core.start_share(
+                stream["epoch"], [(int(n), int(r)) for n, r in stream["rounds"]],
+                shards=layout.period, shard=0, span=layout.local, chunk=layout.chunk,
+                first=first)
+            self._local = _loader._EngineReader(epoch, self._owner._local_output)
+        for k in range(layout.servers):
+            self._open_server(k, first)
+
+    def _open_server(self, k: int, first: int) -> None:
+        assert self._servers is not None
+        layout = self._layout
+        ticket = self._servers.ticket(self._stream, shards=layout.period,
+                                      shard=layout.local + k, chunk=layout.chunk,
+                                      first=first)
+        reader = self._servers.servers[k].read(ticket)
+        self._remote[k] = ReadAhead(reader, layout.chunk)
+
+    def _close_sources(self) -> None:
+        if self._local is not None:
+            self._local.epoch.close()
+            self._local = None
+        for source in self._remote.values():
+            source.close()
+        self._remote.clear()
+
+    def _read_local(self, b: int) -> Any:
+        assert self._local is not None
+        got = self._local.next()
+        if got is None:
+            raise RuntimeError(f"the local engine's share ended before batch {b}")
+        transform = self._owner._batch_transform
+        return got[1] if transform is None else transform(got[1])
+
+    def _read_remote(self, k: int, b: int) -> Any:
+        from stoker._remote import _RETRYABLE
+
+        servers = self._servers
+        assert servers is not None
+        deadline = time.monotonic() + servers.reconnect_timeout
+        delay = 0.1
+        while True:
+            location = servers.servers[k].location
+            try:
+                if k not in self._remote:
+                    self._open_server(k, b)
+                return self._owner._convert(self._remote[k].get())
+            except _RETRYABLE as error:
+                self._remote.pop(k).close()
+                if time.monotonic() > deadline:
+                    raise ConnectionError(
+                        f"server {location} did not answer for "
+                        f"{servers.reconnect_timeout:g} s (batch {b} of epoch "
+                        f"{self._stream['epoch']}): {error}") from error
+                self._owner._stats["reconnects"] += 1
+                time.sleep(delay)
+                delay = min(delay * 2, 2.0)
+                with contextlib.suppress(*_RETRYABLE):
+                    if self._relayout(b, self._owner._connect_optional()):
+                        return self._read(b)  # the servers changed: b's source may too
+            except StopIteration:
+                raise ConnectionError(f"server {location} ended its stream "
+                                      f"before batch {b}") from None
+
+    def _relayout(self, b: int, servers: _Servers | None, local: int | None = None) -> bool:
+        """Reads from `servers` with `local` chunks (None: as now) from batch b on; True when
+        the layout changed (every source reopened at b)."""
+        layout = self._owner._layout(servers, local)
+        if layout == self._layout and servers is self._servers:
+            return False
+        self._close_sources()
+        self._servers, self._layout = servers, layout
+        self._owner._current_layout = layout
+        self._owner._stats["relayouts"] += 1
+        self._open(b)
+        return True
+
+    def _read(self, b: int) -> Any:
+        owner = self._layout.owner(b)
+        if owner == _split.LOCAL:
+            return self._read_local(b)
+        return self._read_remote(owner, b)
+
+    def _pull(self) -> tuple[int, Any] | None:
+        if self._next >= len(self):
+            return None
+        b = self._next
+        if b == 0 or (self._local is None and not self._remote):
+            self._open(b)
+        source = self._layout.owner(b)
+        started = time.perf_counter()
+        batch = self._read(b)
+        now = time.perf_counter()
+        wait = now - started
+        stats = self._owner._stats
+        stats["wait_seconds"] += wait
+        stats["batches"] += 1
+        stats["rows"] += self._planned_rows(b)
+        stats["local_batches" if source == _split.LOCAL else "remote_batches"] += 1
+        self._next += 1
+        self._meter.add(source, wait)
+        # A window closes between two batches of an epoch (one ending with the epoch is
+        # carried into the next), so the split moves where there are batches to move.
+        window = self._meter.done(now) if self._next < len(self) else None
+        if window is not None:
+            self._end_window(window)
+        return self._planned_rows(b), batch
+
+    def _end_window(self, window: _split.Window) -> None:
+        owner = self._owner
+        servers = self._layout.servers
+        local = owner._split.decide(window, servers)
+        fleet = owner._fleet
+        if fleet is not None:
+            fleet.report(owner._trainer_id, {**window.figures(), "servers": servers,
+                                             "local_share": self._layout.local_share()})
+        self._relayout(self._next, owner._connect_optional(), local)
+
+    def _release(self) -> None:
+        self._meter.pause(time.perf_counter())
+        self._close_sources()
+        on_close, self._on_close = self._on_close, None
+        if on_close is not None:
+            on_close()
+
+
+def trainer_id() -> str:
+    """A name for this loader in its fleet's reports."""
+    return uuid.uuid4().hex[:12]
