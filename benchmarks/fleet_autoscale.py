@@ -7,6 +7,9 @@ the same phases read by a local Loader alone with the same T threads give the st
 the fleet. On a local Ray cluster of this machine (ray.init), so the servers share the
 machine's cores with the trainer: the figures show the controller's behaviour (when the
 fleet grows and shrinks, and what that does to the stall), not a data centre's capacity.
+With --pin, the trainer (and the local-only run) keeps to --trainer-cpus and the Ray
+cluster, started apart with `ray start` under taskset, to --fleet-cpus: the fleet's servers
+then add cores the trainer does not have, as CPU machines beside a GPU host do.
 
     python benchmarks/fleet_autoscale.py --work /tmp/fleet --rows 400000 \\
         --phases 0:40,25:40,0:30 --json benchmarks/results/fleet-autoscale.json
@@ -33,6 +36,18 @@ def dataset(work: Path, preset: str, rows: int) -> Path:
         _gen.generate(path, _gen.GenOptions(preset=preset, rows=rows, files=8,
                                             row_group_size=16384), progress=False)
     return path
+
+
+def heavy_transforms() -> list[dict[str, Any]]:
+    """A preprocessing pipeline of the kind the fleet exists for (docs/transforms.md): the
+    dense features filled, log-scaled, standardized and stacked, the sparse ids hashed."""
+    dense = [f"I{i}" for i in range(1, 14)]
+    sparse = [f"C{i}" for i in range(1, 27)]
+    return [*({"op": "fill_null", "column": c, "value": 0} for c in dense),
+            *({"op": "log1p", "column": c} for c in dense),
+            *({"op": "standardize", "column": c, "mean": 1.2, "std": 0.8} for c in dense),
+            {"op": "stack", "columns": dense, "output": "dense"},
+            *({"op": "hash", "column": c, "num_buckets": 100_000} for c in sparse)]
 
 
 def run_phases(loader: Any, phases: list[tuple[float, float]], sample: Any) -> list[dict]:
@@ -101,6 +116,12 @@ def main() -> int:
     parser.add_argument("--local-threads", type=int, default=1)
     parser.add_argument("--max-servers", type=int, default=2)
     parser.add_argument("--interval", type=float, default=2.0)
+    parser.add_argument("--transforms", choices=["none", "heavy"], default="none",
+                        help="heavy: fill_null, log1p, standardize and stack the dense "
+                             "features, hash the sparse ones (criteo preset)")
+    parser.add_argument("--pin", action="store_true")
+    parser.add_argument("--trainer-cpus", default="0")
+    parser.add_argument("--fleet-cpus", default="1")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     phases = [(float(a), float(b)) for a, b in
@@ -112,14 +133,32 @@ def main() -> int:
     import stoker
     from stoker.ray import Fleet
 
-    common = {"batch_size": BATCH, "seed": 7}
+    common: dict[str, Any] = {"batch_size": BATCH, "seed": 7}
+    if args.transforms == "heavy":
+        common["transforms"] = heavy_transforms()
+    address = None
+    if args.pin:
+        import subprocess
+        import sys
+
+        fleet_cpus = sorted(int(c) for c in args.fleet_cpus.split(","))
+        ray_cli = str(Path(sys.executable).with_name("ray"))
+        subprocess.run(["taskset", "-c", args.fleet_cpus, ray_cli, "start", "--head",
+                        f"--num-cpus={len(fleet_cpus)}", "--include-dashboard=false",
+                        "--port=6391", f"--object-store-memory={100 * 2**20}"],
+                       check=True, capture_output=True)
+        address = "auto"
+        os.sched_setaffinity(0, {int(c) for c in args.trainer_cpus.split(",")})
     print(f"load average before: {os.getloadavg()}", flush=True)
     baseline = stoker.Loader(str(path), num_threads=args.local_threads, **common)
     local_samples = run_phases(baseline, phases, dict)
     del baseline
 
-    ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
-             object_store_memory=100 * 2**20)
+    if address is None:
+        ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False,
+                 object_store_memory=100 * 2**20)
+    else:
+        ray.init(address=address, log_to_driver=False)
     fleet = Fleet.start(str(path), num_servers=0, num_cpus=1, num_threads=1,
                         autoscale={"max_servers": args.max_servers,
                                    "interval_s": args.interval}, **common)
@@ -136,10 +175,13 @@ def main() -> int:
     finally:
         fleet.shutdown()
         ray.shutdown()
+        if args.pin:
+            subprocess.run([ray_cli, "stop"], check=False, capture_output=True)
     result = {
-        "preset": args.preset, "rows": args.rows, "batch_size": BATCH, "phases": phases,
+        "preset": args.preset, "rows": args.rows, "transforms": args.transforms, "batch_size": BATCH, "phases": phases,
         "local_threads": args.local_threads, "max_servers": args.max_servers,
         "interval_s": args.interval, "cpus": os.cpu_count(),
+        "pinned": {"trainer": args.trainer_cpus, "fleet": args.fleet_cpus} if args.pin else None,
         "load_average_after": os.getloadavg(),
         "local_only": summary(local_samples, phases),
         "local_first": summary(fleet_samples, phases),

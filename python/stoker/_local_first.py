@@ -83,6 +83,8 @@ class LocalFirstEpoch(_cursor.EpochIterator):
         owner._current_layout = self._layout
         self._local: _loader._EngineReader | None = None
         self._remote: dict[int, ReadAhead] = {}
+        self._unread: set[int] = set()  # sources opened and not read from since
+        self._blocked = 0.0  # seconds the batch being read has waited for its source
         self._meter = owner._meter
         self._meter.resume(time.perf_counter())
 
@@ -95,6 +97,7 @@ class LocalFirstEpoch(_cursor.EpochIterator):
                 shards=layout.period, shard=0, span=layout.local, chunk=layout.chunk,
                 first=first)
             self._local = _loader._EngineReader(epoch, self._owner._local_output)
+            self._unread.add(_split.LOCAL)
         for k in range(layout.servers):
             self._open_server(k, first)
 
@@ -106,8 +109,10 @@ class LocalFirstEpoch(_cursor.EpochIterator):
                                       first=first)
         reader = self._servers.servers[k].read(ticket)
         self._remote[k] = ReadAhead(reader, layout.chunk)
+        self._unread.add(k)
 
     def _close_sources(self) -> None:
+        self._unread.clear()
         if self._local is not None:
             self._local.epoch.close()
             self._local = None
@@ -117,6 +122,10 @@ class LocalFirstEpoch(_cursor.EpochIterator):
 
     def _read_local(self, b: int) -> Any:
         assert self._local is not None
+        started = time.perf_counter()
+        while not self._local.epoch.wait_ready():  # 100 ms at a time, the GIL released
+            pass
+        self._blocked += time.perf_counter() - started
         got = self._local.next()
         if got is None:
             raise RuntimeError(f"the local engine's share ended before batch {b}")
@@ -135,7 +144,10 @@ class LocalFirstEpoch(_cursor.EpochIterator):
             try:
                 if k not in self._remote:
                     self._open_server(k, b)
-                return self._owner._convert(self._remote[k].get())
+                started = time.perf_counter()
+                batch = self._remote[k].get()
+                self._blocked += time.perf_counter() - started
+                return self._owner._convert(batch)
             except _RETRYABLE as error:
                 self._remote.pop(k).close()
                 if time.monotonic() > deadline:
@@ -180,19 +192,28 @@ class LocalFirstEpoch(_cursor.EpochIterator):
             self._open(b)
         source = self._layout.owner(b)
         started = time.perf_counter()
+        # The controller's wait: the time blocked for a batch, not its conversion (the
+        # consumer's own work, the same whichever source served it).
+        self._blocked = 0.0
         batch = self._read(b)
         now = time.perf_counter()
-        wait = now - started
+        wait = self._blocked
         stats = self._owner._stats
-        stats["wait_seconds"] += wait
+        stats["wait_seconds"] += now - started
         stats["batches"] += 1
         stats["rows"] += self._planned_rows(b)
         stats["local_batches" if source == _split.LOCAL else "remote_batches"] += 1
         self._next += 1
-        self._meter.add(source, wait)
+        if source in self._unread:  # its pipeline filling: in no window (as the engine's)
+            self._unread.discard(source)
+            self._meter.skip(wait)
+        else:
+            self._meter.add(source, wait)
         # A window closes between two batches of an epoch (one ending with the epoch is
         # carried into the next), so the split moves where there are batches to move.
-        window = self._meter.done(now) if self._next < len(self) else None
+        layout, options = self._layout, self._owner._split.options
+        period = 0 if options.random_moves is not None else layout.period * layout.chunk
+        window = self._meter.done(now, period) if self._next < len(self) else None
         if window is not None:
             self._end_window(window)
         return self._planned_rows(b), batch

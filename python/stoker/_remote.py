@@ -324,7 +324,7 @@ class RemoteLoader(_cursor.EpochLoader):
             options["prefetch"] = _split.chunk_batches(
                 options["batch_size"], options.get("shuffle", True),
                 options.get("shuffle_window") or _core.DEFAULT_SHUFFLE_WINDOW,
-                _core.DEFAULT_CHUNK_BATCHES)
+                _core.DEFAULT_CHUNK_BATCHES, self._split.options.chunk_windows)
         self._local_output = output
         self._local_loader = _loader.Loader(source, output=output, rank=rank,
                                             world_size=world_size, **options)
@@ -354,7 +354,8 @@ class RemoteLoader(_cursor.EpochLoader):
             local = max(1, local)
         config = self._config
         chunk = _split.chunk_batches(config["batch_size"], config["shuffle"],
-                                     config["shuffle_window"], config["chunk"])
+                                     config["shuffle_window"], config["chunk"],
+                                     self._split.options.chunk_windows)
         return _split.Layout(local, count, chunk)
 
     def _stream(self, epoch: int, rounds: list[list[int]]) -> dict[str, Any]:
@@ -482,5 +483,6 @@ _keywords.document(RemoteLoader, """The Loader API over `stoker serve` servers: 
         from these loaders' reports. False: every batch from the servers.""",
     "split": """the local-first controller's options: ``target_stall`` (0.01),
         ``window_batches`` (64), ``window_seconds`` (1.0), ``max_local`` (8 local chunks a
-        period), ``random_moves`` (a seed: move at random every window; tests).""",
+        period), ``chunk_windows`` (4 shuffle windows a chunk), ``random_moves`` (a seed:
+        move at random every window; tests).""",
 })

@@ -39,22 +39,25 @@ class Layout:
         return self.local / self.period if self.period else 0.0
 
 
-def chunk_batches(batch_size: int, shuffle: bool, shuffle_window: int, least: int) -> int:
-    """Batches per chunk: a shuffle window's (every batch of a window draws on all of its
-    row groups, so sources that take whole windows decode different ones), at least `least`
-    (the servers' chunk)."""
+def chunk_batches(batch_size: int, shuffle: bool, shuffle_window: int, least: int,
+                  windows: int) -> int:
+    """Batches per chunk: `windows` shuffle windows' (every batch of a window draws on all
+    of its row groups, so sources that take whole windows decode different ones; the batch
+    that straddles two windows where one source hands over to the next makes both decode
+    one window, so longer chunks waste less), at least `least` (the servers' chunk)."""
     window = shuffle_window if shuffle else batch_size
-    return max(int(least), -(-int(window) // int(batch_size)))
+    return max(int(least), -(-int(window) * int(windows) // int(batch_size)))
 
 
 @dataclass
 class SplitOptions:
     """target_stall: the share of the consumer's time it may wait (0.01); window_batches and
     window_seconds: a window's least batches and seconds (64, 1.0); max_local: the most local
-    chunks in a period (8); random_moves: a seed: move the split at random every window
-    (tests: the batches must not change)."""
+    chunks in a period (8); chunk_windows: shuffle windows per chunk (4); random_moves: a
+    seed: move the split at random every window (tests: the batches must not change)."""
 
     target_stall: float = 0.01
+    chunk_windows: int = 4
     window_batches: int = 64
     window_seconds: float = 1.0
     max_local: int = 8
@@ -71,9 +74,10 @@ class SplitOptions:
         if not 0 < options.target_stall < 1:
             raise ValueError(f"split target_stall must be between 0 and 1, got "
                              f"{options.target_stall}")
-        if options.window_batches < 1 or options.window_seconds < 0 or options.max_local < 1:
-            raise ValueError("split window_batches and max_local must be >= 1 and "
-                             "window_seconds >= 0")
+        if options.window_batches < 1 or options.window_seconds < 0 or \
+                options.max_local < 1 or options.chunk_windows < 1:
+            raise ValueError("split window_batches, max_local and chunk_windows must be >= 1 "
+                             "and window_seconds >= 0")
         return options
 
 
@@ -107,14 +111,15 @@ class _Move:
 class SplitController:
     """Moves `local` (the local chunks of a period) one step per window:
 
-    - the consumer waited over target_stall of the window: on local batches at least as long
-      as on remote ones and some server is there to take more: one local chunk fewer; on
-      remote batches: one local chunk more (the fleet is asked for servers too);
+    - the consumer waited over target_stall of the window: on local batches more than twice
+      as long as on remote ones (and some server is there to take more): one local chunk
+      fewer; the other way round: one local chunk more (the fleet is asked for servers
+      too); waits alike: no move (both kinds of source at capacity);
     - three windows in a row under a quarter of the target: one local chunk more (the
       trainer's own cores first);
-    - the next window judges a move: one that left the stall above target and higher than
-      before is undone, and that direction held for 4 windows, doubling up to 256 at each
-      failure in a row."""
+    - the next window judges a move: one made on a stall that did not cut it by a tenth, or
+      one made when quiet after which the stall is over the target, is undone, and that
+      direction held for 4 windows, doubling up to 256 at each failure in a row."""
 
     options: SplitOptions
     local: int = 1
@@ -150,7 +155,12 @@ class SplitController:
         if move is None:
             return None
         direction = 1 if self.local > move.local else -1
-        if window.stall > self.options.target_stall and window.stall > move.stall * 1.1:
+        # A move made on a stall must cut it by a tenth; one made when quiet must keep the
+        # stall under the target. Either costs a new pipeline on every source, so a move
+        # that buys nothing is undone and not tried again for a while.
+        worse = window.stall > move.stall * 0.9 if move.stall > self.options.target_stall \
+            else True
+        if window.stall > self.options.target_stall and worse:
             self.local = move.local
             length = min(256, self._hold_length.get(direction, 2) * 2)
             self._hold_length[direction] = length
@@ -163,9 +173,13 @@ class SplitController:
         target = self.options.target_stall
         if window.stall > target:
             self._quiet = 0
-            if window.local_wait >= window.remote_wait:
+            # Only a clear imbalance moves the split: waits on both kinds of source alike
+            # mean both are at capacity (the fleet is asked for more servers instead).
+            if window.local_wait > 2 * window.remote_wait:
                 return self._try(-1, window, "local stalls")
-            return self._try(+1, window, "remote stalls")
+            if window.remote_wait > 2 * window.local_wait:
+                return self._try(+1, window, "remote stalls")
+            return None
         self._quiet = self._quiet + 1 if window.stall < target / 4 else 0
         if self._quiet >= 3:
             self._quiet = 0
@@ -214,6 +228,11 @@ class WindowMeter:
         self._started, self._batches = now, 0
         self._local_wait = self._remote_wait = 0.0
 
+    def skip(self, seconds: float) -> None:
+        """Leaves `seconds` out of the window: a source's first batch after it was opened
+        (an epoch's start, a new split), the pipeline filling rather than the setting."""
+        self._started += seconds
+
     def add(self, owner: int, wait: float) -> None:
         self._batches += 1
         if owner == LOCAL:
@@ -221,10 +240,12 @@ class WindowMeter:
         else:
             self._remote_wait += wait
 
-    def done(self, now: float) -> Window | None:
-        """The window, once it has its batches and seconds (the meter starts the next)."""
+    def done(self, now: float, period_batches: int = 0) -> Window | None:
+        """The window, once it has its batches and seconds (the meter starts the next); at
+        least a period's batches, so that it has seen every source at work."""
         seconds = now - self._started
-        if self._batches < self._options.window_batches or seconds < self._options.window_seconds:
+        least = max(self._options.window_batches, period_batches)
+        if self._batches < least or seconds < self._options.window_seconds:
             return None
         window = Window(seconds, self._batches, self._local_wait, self._remote_wait)
         self.reset(now)

@@ -24,8 +24,11 @@ def reference(criteo: Path, **kw) -> stoker.Loader:
 
 def local_first(criteo: Path, locations: list[str], split: dict | None = None,
                 **kw) -> stoker.RemoteLoader:
+    # Chunks of one shuffle window: several per epoch of this small dataset, so every
+    # source serves some of each epoch.
     return stoker.RemoteLoader(locations, local={"source": criteo, "columns": COLUMNS,
-                                                 **OPTIONS}, split=split, **kw)
+                                                 **OPTIONS},
+                               split={"chunk_windows": 1, **(split or {})}, **kw)
 
 
 @pytest.mark.parametrize("count", [1, 2])

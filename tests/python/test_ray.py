@@ -188,7 +188,8 @@ def test_an_autoscaled_fleet_grows_from_none_on_stall_and_shrinks_back(cluster,
                                               "idle_intervals": 2})
     try:
         loader = stoker.RemoteLoader(fleet, local={"num_threads": 1},
-                                     split={"window_batches": 8, "window_seconds": 0.3})
+                                     split={"window_batches": 8, "window_seconds": 0.3,
+                                            "chunk_windows": 1})
         reference = local(criteo)
 
         def epochs_until(done, step_s: float, limit_s: float = 90.0) -> None:
