@@ -151,7 +151,12 @@ def test_ticket_codec_round_trips_in_the_documented_format() -> None:
                     b"chunk=16;first=5")
     assert _core.decode_ticket(text) == {
         "config": "abc", "epoch": 2, "rank": 1, "world_size": 4, "rounds": [(8, 700)],
-        "shards": 2, "shard": 1, "chunk": 16, "first": 5}
+        "shards": 2, "shard": 1, "span": 1, "chunk": 16, "first": 5}
+    # A run of slots of each period (local first): the field travels only when not 1.
+    spanned = _core.encode_ticket("abc", epoch=0, rank=0, world_size=1, rounds=[], shards=5,
+                                  shard=0, span=3, chunk=16, first=0)
+    assert b";shard=0;span=3;chunk=16;" in spanned
+    assert _core.decode_ticket(spanned)["span"] == 3
     with pytest.raises(ValueError, match="unknown field 'path'"):
         _core.decode_ticket(b"stoker1;path=/etc")
 
