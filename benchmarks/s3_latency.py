@@ -4,6 +4,12 @@ files from local disk with the same decode threads. Each figure is a median of -
 epochs; local and S3 epochs alternate.
 
     python benchmarks/s3_latency.py DATASET [--latency-ms 20] [--repeats 3] [--num-threads 2]
+
+With --controller E: instead, one loader reads E epochs from the store with the controller
+off (autotune=False: the fixed read-ahead of one row group per worker) and one with it on
+(the read-ahead it moves when the workers idle while the consumer waits), alternating
+--repeats times: the median rows/s of epochs 2..E and the setting the controller ended at
+(docs/autotune.md).
 """
 
 from __future__ import annotations
@@ -30,6 +36,23 @@ def epoch(source, threads: int, **kwargs) -> tuple[float, dict]:
     return rows / (time.perf_counter() - started), loader.stats()
 
 
+def controlled(source: str, threads: int, epochs: int, step_s: float,
+               **kwargs) -> tuple[float, dict]:
+    """One loader, `epochs` epochs with a training step of `step_s` per batch: the median
+    rows/s after the first epoch, and its stats."""
+    loader = stoker.Loader(source, batch_size=4096, seed=1, num_threads=threads, **kwargs)
+    rates = []
+    for _ in range(epochs):
+        started = time.perf_counter()
+        rows = 0
+        for batch in loader:
+            rows += len(batch["label"])
+            if step_s:
+                time.sleep(step_s)
+        rates.append(rows / (time.perf_counter() - started))
+    return statistics.median(rates[1:] or rates), loader.stats()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source", type=Path)
@@ -37,6 +60,12 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--num-threads", type=int, default=2)
     parser.add_argument("--io-threads", type=int, default=16)
+    parser.add_argument("--controller", type=int, default=0, metavar="EPOCHS")
+    parser.add_argument("--step-ms", type=float, default=0.0,
+                        help="with --controller: a training step per batch (the controller "
+                             "judges a move by the consumer's waits; with none it always waits)")
+    parser.add_argument("--unshuffled", action="store_true",
+                        help="read in file order (a window is one row group)")
     args = parser.parse_args()
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 
@@ -61,6 +90,9 @@ def main() -> None:
                 lambda p: len(through_proxy.open_input_file(f"bench/data/{p.name}").read()),
                 files))
         store_mb_s = fetched / (time.perf_counter() - started) / 1e6
+        if args.controller:
+            compare_controller(args, options)
+            return
         local, remote, stats = [], [], None
         for _ in range(args.repeats):
             local.append(epoch(args.source, args.num_threads)[0])
@@ -84,6 +116,30 @@ def main() -> None:
     print(f"per row group: {stats['requests'] / row_groups:.1f} requests, "
           f"{stats['bytes_fetched'] / row_groups / 1e6:.2f} MB fetched, "
           f"{stats['bytes_read'] / row_groups / 1e6:.2f} MB needed; retries {stats['retries']}")
+
+
+def compare_controller(args: argparse.Namespace, options: dict) -> None:
+    off, on, tune = [], [], {}
+    order = {"shuffle": False} if args.unshuffled else {}
+    for _ in range(args.repeats):
+        off.append(controlled("s3://bench/data/", args.num_threads, args.controller,
+                              args.step_ms / 1e3, storage_options=options, autotune=False,
+                              **order)[0])
+        rate, stats = controlled("s3://bench/data/", args.num_threads, args.controller,
+                                 args.step_ms / 1e3, storage_options=options, **order)
+        on.append(rate)
+        tune = stats["autotune"]
+    print(f"S3 + {args.latency_ms:g} ms, {args.num_threads} decode threads, {args.io_threads} "
+          f"I/O threads, {args.controller} epochs per loader, "
+          f"{'unshuffled' if args.unshuffled else 'shuffled'}, a {args.step_ms:g} ms step "
+          f"(rows/s: median of epochs 2..)")
+    print(f"controller off: {', '.join(f'{r / 1e6:.3f}' for r in off)} M rows/s")
+    print(f"controller on:  {', '.join(f'{r / 1e6:.3f}' for r in on)} M rows/s")
+    print(f"ratio on / off: {statistics.median(on) / statistics.median(off):.2f}; the last "
+          f"run ended at prefetch {tune['prefetch']}, read-ahead {tune['read_ahead']} "
+          f"(max {tune['max_read_ahead']}), {tune['decisions']} decisions:")
+    for decision in tune["recent"][-8:]:
+        print(f"  {decision['action']}: {decision['reason']}")
 
 
 if __name__ == "__main__":

@@ -22,7 +22,9 @@ std::string Percent(double share) {
   return text;
 }
 
-const char* KnobName(int knob) { return knob == 0 ? "threads" : "prefetch"; }
+const char* KnobName(int knob) {
+  return knob == 0 ? "threads" : knob == 1 ? "prefetch" : "read-ahead";
+}
 
 }  // namespace
 
@@ -82,16 +84,41 @@ Autotuner::Autotuner(TuneState* state)
     : state_(state), setting_(state_->current()), random_(state_->options().random_moves) {}
 
 int& Autotuner::Value(TuneSetting* setting, Knob knob) const {
-  return knob == kThreads ? setting->threads : setting->prefetch;
+  switch (knob) {
+    case kThreads:
+      return setting->threads;
+    case kPrefetch:
+      return setting->prefetch;
+    case kReadAhead:
+      break;
+  }
+  return setting->read_ahead;
 }
 
 int Autotuner::Max(Knob knob) const {
-  return knob == kThreads ? std::min(state_->bounds().max_threads, thread_cap_)
-                          : state_->bounds().max_prefetch;
+  const TuneBounds& bounds = state_->bounds();
+  switch (knob) {
+    case kThreads:
+      return std::min(bounds.max_threads, thread_cap_);
+    case kPrefetch:
+      return bounds.max_prefetch;
+    case kReadAhead:
+      break;
+  }
+  return bounds.max_read_ahead;
 }
 
 bool Autotuner::Tuned(Knob knob) const {
-  return knob == kThreads ? state_->bounds().tune_threads : state_->bounds().tune_prefetch;
+  const TuneBounds& bounds = state_->bounds();
+  switch (knob) {
+    case kThreads:
+      return bounds.tune_threads;
+    case kPrefetch:
+      return bounds.tune_prefetch;
+    case kReadAhead:
+      break;
+  }
+  return bounds.tune_read_ahead;
 }
 
 std::optional<TuneSetting> Autotuner::OnBatch(int64_t epoch, bool first, Clock::time_point now,
@@ -163,7 +190,7 @@ TuneDecision Autotuner::Begin(std::string action, std::string reason, double sta
 
 std::optional<TuneDecision> Autotuner::Decide(double stall, double busy, int thread_cap) {
   const double target = state_->options().target_stall;
-  for (int knob = 0; knob < 2; ++knob) {
+  for (int knob = 0; knob < kKnobs; ++knob) {
     hold_up_[knob] = std::max(hold_up_[knob] - 1, 0);
     hold_down_[knob] = std::max(hold_down_[knob] - 1, 0);
   }
@@ -217,6 +244,7 @@ std::optional<TuneDecision> Autotuner::Decide(double stall, double busy, int thr
                             ", workers " + Percent(busy) + " busy";
     if (busy >= kBusyForThreads && can_up(kThreads)) return Move(kThreads, true, stall, busy, why);
     if (can_up(kPrefetch)) return Move(kPrefetch, true, stall, busy, why);
+    if (can_up(kReadAhead)) return Move(kReadAhead, true, stall, busy, why);
     if (can_up(kThreads)) return Move(kThreads, true, stall, busy, why);
     return std::nullopt;  // at the bounds (or held): nothing left to give
   }
@@ -224,12 +252,13 @@ std::optional<TuneDecision> Autotuner::Decide(double stall, double busy, int thr
     if (++low_windows_ < kLowWindowsToShrink) return std::nullopt;
     low_windows_ = 0;
     auto can_down = [&](Knob knob) {
-      return Tuned(knob) && Value(&setting_, knob) > 1 && hold_down_[knob] == 0;
+      return Tuned(knob) && Value(&setting_, knob) > Min(knob) && hold_down_[knob] == 0;
     };
     const std::string why = "stall " + Percent(stall) + " < " + Percent(target / 4) + " for " +
                             std::to_string(kLowWindowsToShrink) + " windows";
     if (can_down(kThreads)) return Move(kThreads, false, stall, busy, why);
     if (can_down(kPrefetch)) return Move(kPrefetch, false, stall, busy, why);
+    if (can_down(kReadAhead)) return Move(kReadAhead, false, stall, busy, why);
     return std::nullopt;
   }
   low_windows_ = 0;
@@ -242,7 +271,7 @@ std::optional<TuneDecision> Autotuner::Move(Knob knob, bool up, double stall, do
   int& value = Value(&setting_, knob);
   const int stepped = up ? std::max(value + 1, static_cast<int>(std::ceil(value * 1.5)))
                          : std::min(value - 1, static_cast<int>(std::floor(value * 0.75)));
-  value = std::clamp(stepped, 1, Max(knob));
+  value = std::clamp(stepped, Min(knob), std::max(Max(knob), Min(knob)));
   decision.to = setting_;
   pending_ = Pending{knob, up, decision.from, stall};
   return decision;
@@ -251,9 +280,10 @@ std::optional<TuneDecision> Autotuner::Move(Knob knob, bool up, double stall, do
 std::optional<TuneDecision> Autotuner::RandomMove() {
   constexpr double kNone = std::numeric_limits<double>::quiet_NaN();  // no window made it
   auto decision = Begin("random", "random_moves", kNone, kNone);
-  for (Knob knob : {kThreads, kPrefetch}) {
+  for (Knob knob : {kThreads, kPrefetch, kReadAhead}) {
     if (!Tuned(knob)) continue;
-    Value(&setting_, knob) = std::uniform_int_distribution<int>(1, Max(knob))(random_);
+    Value(&setting_, knob) =
+        std::uniform_int_distribution<int>(Min(knob), std::max(Max(knob), Min(knob)))(random_);
   }
   if (setting_ == decision.from) return std::nullopt;
   decision.to = setting_;

@@ -27,6 +27,10 @@ struct TuneSetting {
   int threads = 1;
   /// Batches assembled or being assembled ahead of the consumer.
   int prefetch = 1;
+  /// Row groups read and decoded ahead beyond the workers' count: the read-ahead is
+  /// threads + read_ahead row groups past the window the next batch needs, so more reads
+  /// are in flight for a source whose reads wait on the network (0: as many as workers).
+  int read_ahead = 0;
 
   bool operator==(const TuneSetting&) const = default;
 };
@@ -35,8 +39,11 @@ struct TuneSetting {
 struct TuneBounds {
   int max_threads = 1;
   int max_prefetch = 1;
+  /// The reads in flight never exceed StorageOptions::io_threads: neither does read_ahead.
+  int max_read_ahead = 0;
   bool tune_threads = false;
   bool tune_prefetch = false;
+  bool tune_read_ahead = false;
 };
 
 /// One move, with the window's figures that made it.
@@ -125,9 +132,10 @@ class TuneState {
 /// step:
 ///
 /// - stall above target: up, workers when the active ones were busy (>= 75% of the window),
-///   else prefetch (the waits are bursts the queue ahead absorbs), else workers;
+///   else prefetch (the waits are bursts the queue ahead absorbs), else the read-ahead (the
+///   workers wait for reads: more of them in flight), else workers;
 /// - stall below a quarter of the target for 3 windows in a row: down, workers first (they
-///   are what costs CPU), then prefetch (memory);
+///   are what costs CPU), then prefetch, then the read-ahead (memory);
 /// - steps are x1.5 up and x0.75 down, at least one, within the bounds;
 /// - the window after a move judges it: an up-move that did not cut the stall by a tenth,
 ///   or a down-move after which the stall went over the target, is undone, and that knob's
@@ -156,7 +164,8 @@ class Autotuner {
   static constexpr int kNoCap = 1 << 30;
 
  private:
-  enum Knob { kThreads = 0, kPrefetch = 1 };
+  enum Knob { kThreads = 0, kPrefetch = 1, kReadAhead = 2 };
+  static constexpr int kKnobs = 3;
   struct Pending {
     Knob knob;
     bool up;
@@ -173,6 +182,8 @@ class Autotuner {
   std::optional<TuneSetting> Made(TuneDecision decision, Clock::time_point now);
   int& Value(TuneSetting* setting, Knob knob) const;
   int Max(Knob knob) const;
+  /// The least a knob goes down to: one worker, one batch, no row group beyond the workers.
+  static int Min(Knob knob) { return knob == kReadAhead ? 0 : 1; }
   bool Tuned(Knob knob) const;
   std::optional<TuneDecision> RandomMove();
 
@@ -193,9 +204,9 @@ class Autotuner {
   // The node's allowance at the last window (kNoCap without a NodeShare).
   int thread_cap_ = kNoCap;
   // Windows left during which a knob may not move up / down; and the next hold's length.
-  int hold_up_[2] = {0, 0};
-  int hold_down_[2] = {0, 0};
-  int next_hold_[2] = {4, 4};
+  int hold_up_[kKnobs] = {0, 0, 0};
+  int hold_down_[kKnobs] = {0, 0, 0};
+  int next_hold_[kKnobs] = {4, 4, 4};
   std::mt19937_64 random_;
 };
 

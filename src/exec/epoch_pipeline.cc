@@ -392,7 +392,7 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> EpochPipeline::Next() {
 void EpochPipeline::Apply(const TuneSetting& setting) {
   applied_ = setting;
   pool_->SetActiveLimit(setting.threads);
-  lookahead_units_ = setting.threads;
+  lookahead_units_ = setting.threads + setting.read_ahead;
   prefetch_ = std::clamp<int64_t>(setting.prefetch, 1, prefetch_cap_);
   const auto now = Stats::Clock::now();
   stats_->Trace(TraceStage::kTune, now, now, setting.threads, setting.prefetch);

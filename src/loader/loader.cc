@@ -272,6 +272,11 @@ arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
   auto stats = std::make_shared<Stats>();
   if (options.trace_events > 0) stats->EnableTrace(static_cast<size_t>(options.trace_events));
   const CpuBudget budget = ReadCpuBudget();
+  if (options.storage.io_threads == 0) {
+    options.storage.io_threads = AnyRemote(options.sources)
+                                     ? StorageOptions::kDefaultRemoteIoThreads
+                                     : StorageOptions::kDefaultIoThreads;
+  }
   // The knobs left unset are the controller's, up to today's defaults; the rest are fixed.
   TuneBounds bounds;
   bounds.tune_threads = options.num_threads == 0;
@@ -279,6 +284,8 @@ arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
   if (options.num_threads == 0) options.num_threads = budget.threads;
   bounds.max_threads = options.num_threads;
   bounds.max_prefetch = options.ResolvedPrefetch();
+  // Row groups read ahead beyond the workers: up to the reads the I/O executor runs at once.
+  bounds.max_read_ahead = options.storage.ResolvedIoThreads();
   std::shared_ptr<TuneState> tune;
   if (options.autotune.enabled && (bounds.tune_threads || bounds.tune_prefetch)) {
     // Several ranks on the node: this one starts at its equal share and may grow into the
@@ -289,15 +296,11 @@ arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
         node = NodeShare::Open(*key, budget.ranks_per_node, budget.cpus);
       }
     }
-    const TuneSetting start{bounds.max_threads, bounds.max_prefetch};
+    bounds.tune_read_ahead = true;
+    const TuneSetting start{bounds.max_threads, bounds.max_prefetch, 0};
     if (node != nullptr) bounds.max_threads = budget.cpus;
     tune = std::make_shared<TuneState>(options.autotune, bounds, start, std::move(node),
                                        budget.threads);
-  }
-  if (options.storage.io_threads == 0) {
-    options.storage.io_threads = AnyRemote(options.sources)
-                                     ? StorageOptions::kDefaultRemoteIoThreads
-                                     : StorageOptions::kDefaultIoThreads;
   }
   ShrinkArrowCpuPool(budget);
   ARROW_ASSIGN_OR_RAISE(auto source, MakeUnitSource(options, stats));

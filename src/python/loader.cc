@@ -145,12 +145,15 @@ nb::dict AutotuneDict(const LoaderImpl& loader) {
   const TuneSetting current = tune->current();
   out["threads"] = current.threads;
   out["prefetch"] = current.prefetch;
+  out["read_ahead"] = current.read_ahead;
   nb::list tuned;
   if (tune->bounds().tune_threads) tuned.append("threads");
   if (tune->bounds().tune_prefetch) tuned.append("prefetch");
+  if (tune->bounds().tune_read_ahead) tuned.append("read_ahead");
   out["tuned"] = tuned;
   out["max_threads"] = tune->bounds().max_threads;
   out["max_prefetch"] = tune->bounds().max_prefetch;
+  out["max_read_ahead"] = tune->bounds().max_read_ahead;
   out["target_stall"] = tune->options().target_stall;
   out["windows"] = tune->windows();
   out["decisions"] = tune->decisions();
@@ -163,6 +166,7 @@ nb::dict AutotuneDict(const LoaderImpl& loader) {
     item["action"] = d.action;
     item["threads"] = nb::make_tuple(d.from.threads, d.to.threads);
     item["prefetch"] = nb::make_tuple(d.from.prefetch, d.to.prefetch);
+    item["read_ahead"] = nb::make_tuple(d.from.read_ahead, d.to.read_ahead);
     // None for a random move, which no window's figures made.
     item["stall"] = std::isnan(d.stall) ? nb::none() : nb::cast(d.stall);
     item["busy"] = std::isnan(d.busy) ? nb::none() : nb::cast(d.busy);

@@ -45,6 +45,9 @@ def test_the_same_batches_fixed_auto_and_moved_at_every_batch(criteo: Path, shuf
             assert decision["action"] == "random"
             assert all(1 <= t <= tune["max_threads"] for t in decision["threads"])
             assert all(1 <= p <= tune["max_prefetch"] for p in decision["prefetch"])
+            assert all(0 <= r <= tune["max_read_ahead"] for r in decision["read_ahead"])
+        # The read-ahead moved too (row groups read beyond the workers' count).
+        assert any(decision["read_ahead"][1] > 0 for decision in tune["recent"])
 
 
 def test_the_same_batches_with_one_knob_fixed_and_for_other_ranks(criteo: Path) -> None:
@@ -54,12 +57,12 @@ def test_the_same_batches_with_one_knob_fixed_and_for_other_ranks(criteo: Path) 
                                        autotune={"random_moves": 3})
         assert_same_batches(fixed, threads_fixed)
         tune = loader.stats()["autotune"]
-        assert tune["tuned"] == ["prefetch"]
+        assert tune["tuned"] == ["prefetch", "read_ahead"]
         assert all(d["threads"] == (1, 1) for d in tune["recent"])
         prefetch_fixed, loader = epochs(criteo, n=1, rank=rank, world_size=2, prefetch=2,
                                         autotune={"random_moves": 4})
         assert_same_batches(fixed, prefetch_fixed)
-        assert loader.stats()["autotune"]["tuned"] == ["threads"]
+        assert loader.stats()["autotune"]["tuned"] == ["threads", "read_ahead"]
 
 
 def test_both_knobs_given_or_autotune_off_means_no_controller(criteo: Path) -> None:
@@ -74,7 +77,10 @@ def test_auto_starts_at_the_cpu_share_and_todays_prefetch(criteo: Path) -> None:
     loader = stoker.Loader(criteo, batch_size=256, num_threads="auto")
     tune = loader.stats()["autotune"]
     share = loader.stats()["cpu_budget"]["threads"]
-    assert tune["enabled"] and tune["tuned"] == ["threads", "prefetch"]
+    assert tune["enabled"] and tune["tuned"] == ["threads", "prefetch", "read_ahead"]
+    # No row group read beyond the workers' count until the workers idle while the consumer
+    # waits; then at most as many as the I/O executor reads at once (16 on local disks).
+    assert (tune["read_ahead"], tune["max_read_ahead"]) == (0, loader.stats()["io_threads"])
     assert (tune["threads"], tune["max_threads"]) == (share, share)
     assert (tune["prefetch"], tune["max_prefetch"]) == (2 * share, 2 * share)
     assert tune["target_stall"] == 0.01 and tune["decisions"] == 0

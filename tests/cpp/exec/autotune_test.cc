@@ -75,6 +75,33 @@ TEST(AutotunerTest, GrowsWorkersWhenTheyAreBusyAndPrefetchWhenTheyAreNot) {
   EXPECT_EQ(moved->to, (TuneSetting{2, 3}));
 }
 
+// Workers idle while the consumer waits, and more batches ahead did not help: the reads are
+// what is waited for, so more row groups are read ahead (up to the I/O executor's reads);
+// when all is quiet again the read-ahead comes down last, to none beyond the workers.
+TEST(AutotunerTest, ReadsAheadWhenIdleWorkersWaitAndPrefetchDidNotHelp) {
+  TuneBounds bounds = Bounds(2, 4);
+  bounds.tune_read_ahead = true;
+  bounds.max_read_ahead = 16;
+  auto tuner_state = State(bounds, {2, 2, 0});
+  Autotuner& tuner = tuner_state->tuner();
+  auto moved = tuner.Decide(0.3, 0.2);
+  ASSERT_TRUE(moved.has_value());
+  EXPECT_EQ(moved->action, "prefetch up");
+  moved = tuner.Decide(0.3, 0.2);  // not cut by a tenth: undone, prefetch held
+  ASSERT_TRUE(moved.has_value());
+  EXPECT_EQ(moved->action, "undo prefetch up");
+  moved = tuner.Decide(0.3, 0.2);
+  ASSERT_TRUE(moved.has_value());
+  EXPECT_EQ(moved->action, "read-ahead up");
+  EXPECT_EQ(moved->to, (TuneSetting{2, 2, 1}));
+  double stall = 0.3;
+  for (int window = 0; window < 20; ++window) tuner.Decide(stall *= 0.85, 0.2);
+  EXPECT_GT(tuner.setting().read_ahead, 1);
+  EXPECT_LE(tuner.setting().read_ahead, 16);
+  Feed(&tuner, 600, 0.0, 0.1);
+  EXPECT_EQ(tuner.setting(), (TuneSetting{1, 1, 0}));
+}
+
 TEST(AutotunerTest, AtTheBoundsNothingMoves) {
   auto tuner_state = State(Bounds(4, 8), {4, 8});
   Autotuner& tuner = tuner_state->tuner();
