@@ -133,12 +133,11 @@ class LocalFirstEpoch(_cursor.EpochIterator):
         return got[1] if transform is None else transform(got[1])
 
     def _read_remote(self, k: int, b: int) -> Any:
-        from stoker._remote import _RETRYABLE
+        from stoker._remote import _RETRYABLE, _Backoff
 
         servers = self._servers
         assert servers is not None
-        deadline = time.monotonic() + servers.reconnect_timeout
-        delay = 0.1
+        backoff = _Backoff(servers, self._owner._stats)
         while True:
             location = servers.servers[k].location
             try:
@@ -150,14 +149,7 @@ class LocalFirstEpoch(_cursor.EpochIterator):
                 return self._owner._convert(batch)
             except _RETRYABLE as error:
                 self._remote.pop(k).close()
-                if time.monotonic() > deadline:
-                    raise ConnectionError(
-                        f"server {location} did not answer for "
-                        f"{servers.reconnect_timeout:g} s (batch {b} of epoch "
-                        f"{self._stream['epoch']}): {error}") from error
-                self._owner._stats["reconnects"] += 1
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
+                backoff.wait(location, b, self._stream["epoch"], error)
                 with contextlib.suppress(*_RETRYABLE):
                     if self._relayout(b, self._owner._connect_optional()):
                         return self._read(b)  # the servers changed: b's source may too

@@ -106,6 +106,25 @@ class _Servers:
                                                 chunk=self.chunk, first=first))
 
 
+class _Backoff:
+    """How a failed read of batch `b` is retried: waits doubling from 0.1 s to 2 s, each
+    counted in stats()["reconnects"], until the servers' reconnect_timeout has passed since
+    the first failure; then a ConnectionError naming the server, the batch and the epoch."""
+
+    def __init__(self, servers: _Servers, stats: dict[str, Any]) -> None:
+        self._timeout, self._stats = servers.reconnect_timeout, stats
+        self._deadline = time.monotonic() + self._timeout
+        self._delay = 0.1
+
+    def wait(self, location: str, b: int, epoch: int, error: Exception) -> None:
+        if time.monotonic() > self._deadline:
+            raise ConnectionError(f"server {location} did not answer for {self._timeout:g} s "
+                                  f"(batch {b} of epoch {epoch}): {error}") from error
+        self._stats["reconnects"] += 1
+        time.sleep(self._delay)
+        self._delay = min(self._delay * 2, 2.0)
+
+
 class _RemoteEpoch(_cursor.EpochIterator):
     """One epoch read from the servers' streams side by side, in plan order; after a failure
     the servers are resolved again (`reconnect`) and the failed one — or, when the servers
@@ -129,8 +148,7 @@ class _RemoteEpoch(_cursor.EpochIterator):
         self._readers: dict[int, flight.FlightStreamReader] = {}
 
     def _read(self, b: int) -> pa.RecordBatch:
-        deadline = time.monotonic() + self._servers.reconnect_timeout
-        delay = 0.1
+        backoff = _Backoff(self._servers, self._stats)
         while True:
             k = self._servers.server_of(b)
             location = self._servers.servers[k].location
@@ -140,14 +158,7 @@ class _RemoteEpoch(_cursor.EpochIterator):
                 return self._readers[k].read_chunk().data
             except _RETRYABLE as error:
                 self._readers.pop(k, None)
-                if time.monotonic() > deadline:
-                    raise ConnectionError(
-                        f"server {location} did not answer for "
-                        f"{self._servers.reconnect_timeout:g} s (batch {b} of epoch "
-                        f"{self._stream['epoch']}): {error}") from error
-                self._stats["reconnects"] += 1
-                time.sleep(delay)
-                delay = min(delay * 2, 2.0)
+                backoff.wait(location, b, self._stream["epoch"], error)
                 with contextlib.suppress(*_RETRYABLE):  # if not now, after the next failure
                     self._follow(self._reconnect())
             except StopIteration:
@@ -372,26 +383,26 @@ class RemoteLoader(_cursor.EpochLoader):
     def _read_epoch(self, progress: _cursor.Progress) -> _cursor.EpochIterator:
         on_close = None if self._trace_path is None else lambda: self.write_trace(
             self._trace_path)
-        if self._local_core is not None:
-            from stoker import _local_first
-
-            if on_close is not None:
-                raise ValueError("trace= is not kept by a loader reading local first")
-            rows = self._rank_rows(progress)
-            batch_size = self._cursor.identity["batch_size"]
-            return _local_first.LocalFirstEpoch(
-                self, self._stream(progress.epoch, progress.rounds), progress,
-                -(-rows // batch_size), lambda b: min(batch_size, rows - b * batch_size))
         identity = self._cursor.identity
         rank_rows = _core.rank_rows(
             identity["rows"], [(int(n), int(r)) for n, r in progress.rounds],
             self._cursor.world_size, self._cursor.rank, identity["batch_size"],
             identity["drop_last"], identity["mode"], identity["pad_to_equal_steps"])
         batch_size = identity["batch_size"]
-        return _RemoteEpoch(self._connect, self._stream(progress.epoch, progress.rounds),
-                            progress, self._convert, self._stats,
-                            lambda b: min(batch_size, rank_rows - b * batch_size), self._trace,
-                            on_close)
+
+        def planned_rows(b: int) -> int:
+            return min(batch_size, rank_rows - b * batch_size)
+
+        stream = self._stream(progress.epoch, progress.rounds)
+        if self._local_core is not None:
+            from stoker import _local_first
+
+            if on_close is not None:
+                raise ValueError("trace= is not kept by a loader reading local first")
+            return _local_first.LocalFirstEpoch(self, stream, progress,
+                                                -(-rank_rows // batch_size), planned_rows)
+        return _RemoteEpoch(self._connect, stream, progress, self._convert, self._stats,
+                            planned_rows, self._trace, on_close)
 
     def write_trace(self, path: str | os.PathLike) -> None:
         """Writes the timeline kept so far (``trace=`` or ``trace_events=``) as Chrome trace
@@ -404,14 +415,6 @@ class RemoteLoader(_cursor.EpochLoader):
     def output(self) -> str:
         """What each batch is: "numpy", "torch", "jax", "tensorflow" or "arrow"."""
         return self._output
-
-    def _rank_rows(self, progress: _cursor.Progress) -> int:
-        """This rank's rows in `progress`'s epoch (padding included)."""
-        identity = self._cursor.identity
-        return _core.rank_rows(
-            identity["rows"], [(int(n), int(r)) for n, r in progress.rounds],
-            self._cursor.world_size, self._cursor.rank, identity["batch_size"],
-            identity["drop_last"], identity["mode"], identity["pad_to_equal_steps"])
 
     @property
     def schema(self) -> pa.Schema:

@@ -60,7 +60,6 @@ class Autoscaler:
     options: AutoscaleOptions
     reports: dict[str, tuple[float, dict[str, Any]]] = field(default_factory=dict)
     history: list[dict[str, Any]] = field(default_factory=list)
-    _last_change: float = float("-inf")
     _last_look: float = float("-inf")
     _quiet: int = 0
     _shrunk_at: float | None = None
@@ -93,7 +92,7 @@ class Autoscaler:
                 reason = f"stall {max(f['stall'] for f in wanting):.3f} on the fleet"
             self._shrunk_at = None
             if servers < self.options.max_servers:
-                return self._change(servers + 1, reason, now)
+                return self._change(servers + 1, reason)
             return None
         if self._shrunk_at is not None and now - self._shrunk_at > 2 * interval:
             self._shrunk_at, self._shrink_hold = None, 1  # the shrink held
@@ -104,11 +103,10 @@ class Autoscaler:
             self._quiet = 0
             self._shrunk_at = now
             reason = "trainers quiet" if fresh else "no trainer reporting"
-            return self._change(servers - 1, reason, now)
+            return self._change(servers - 1, reason)
         return None
 
-    def _change(self, servers: int, reason: str, now: float) -> tuple[int, str]:
-        self._last_change = now
+    def _change(self, servers: int, reason: str) -> tuple[int, str]:
         self.history.append({"time": round(time.time(), 3), "servers": servers,
                              "why": reason})
         return servers, reason
