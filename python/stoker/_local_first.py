@@ -129,6 +129,7 @@ class LocalFirstEpoch(_cursor.EpochIterator):
         got = self._local.next()
         if got is None:
             raise RuntimeError(f"the local engine's share ended before batch {b}")
+        self._owner._stats["rows"] += _loader._num_rows(got[1])
         transform = self._owner._batch_transform
         return got[1] if transform is None else transform(got[1])
 
@@ -146,6 +147,8 @@ class LocalFirstEpoch(_cursor.EpochIterator):
                 started = time.perf_counter()
                 batch = self._remote[k].get()
                 self._blocked += time.perf_counter() - started
+                self._owner._stats["rows"] += batch.num_rows
+                self._owner._stats["bytes_received"] += batch.nbytes
                 return self._owner._convert(batch)
             except _RETRYABLE as error:
                 self._remote.pop(k).close()
@@ -193,7 +196,6 @@ class LocalFirstEpoch(_cursor.EpochIterator):
         stats = self._owner._stats
         stats["wait_seconds"] += now - started
         stats["batches"] += 1
-        stats["rows"] += self._planned_rows(b)
         stats["local_batches" if source == _split.LOCAL else "remote_batches"] += 1
         self._next += 1
         if source in self._unread:  # its pipeline filling: in no window (as the engine's)

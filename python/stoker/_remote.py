@@ -249,6 +249,9 @@ class RemoteLoader(_cursor.EpochLoader):
         self._local_loader: Any = None
         self._current_layout: Any = None  # the layout the epoch read last used
         if local is not False:
+            if trace is not None or trace_events:
+                raise ValueError("trace: a loader reading local first keeps no timeline (its "
+                                 "local engine's stats() are in stats()['local'])")
             self._open_local(local, output, rank, world_size, split)
         locations = self._resolve()
         self._servers = _Servers(locations, **self._connection) if locations else None
@@ -397,8 +400,6 @@ class RemoteLoader(_cursor.EpochLoader):
         if self._local_core is not None:
             from stoker import _local_first
 
-            if on_close is not None:
-                raise ValueError("trace= is not kept by a loader reading local first")
             return _local_first.LocalFirstEpoch(self, stream, progress,
                                                 -(-rank_rows // batch_size), planned_rows)
         return _RemoteEpoch(self._connect, stream, progress, self._convert, self._stats,

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import stoker
-from conftest import assert_same_batches
+from conftest import ROWS, assert_same_batches
 from serve_support import COLUMNS, OPTIONS
 from stoker import _split
 from stoker.ray._autoscale import AutoscaleOptions, Autoscaler
@@ -44,6 +44,9 @@ def test_local_first_batches_equal_local_batches(criteo: Path, servers, count: i
     stats = loader.stats()
     assert stats["local_batches"] > 0 and stats["remote_batches"] > 0
     assert stats["local_batches"] + stats["remote_batches"] == stats["batches"]
+    # Rows delivered (as a plain RemoteLoader counts them), bytes received from the servers.
+    assert stats["rows"] == 2 * ROWS
+    assert stats["bytes_received"] > 0
     for rank in range(2):
         loader = local_first(criteo, locations, rank=rank, world_size=2)
         ranked = reference(criteo, rank=rank, world_size=2)
@@ -95,6 +98,8 @@ def test_local_first_refuses_what_would_change_the_batches(criteo: Path, servers
         local_first(criteo, [location], {"windows": 3})
     with pytest.raises(ValueError, match="target_stall"):
         local_first(criteo, [location], {"target_stall": 2})
+    with pytest.raises(ValueError, match="a loader reading local first keeps no timeline"):
+        local_first(criteo, [location], trace_events=100)
 
 
 # The split controller, on given windows (what each figure means: _split.Window).
