@@ -12,8 +12,10 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 
 #include "assemble/column_types.h"
+#include "assemble/list_gather.h"
 #include "util/digest.h"
 
 namespace stoker {
@@ -342,6 +344,33 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
     GatherRecords(*layout, g, units, &targets);
   }
 
+  // The ragged columns, each group's values in one allocation (BatchLayout::list_groups).
+  std::vector<std::shared_ptr<arrow::ArrayData>> grouped(schema->num_fields());
+  for (const std::vector<int>& group : layout_.list_groups) {
+    std::vector<int> members;
+    std::vector<std::vector<const arrow::ArrayData*>> group_arrays;
+    for (int c : group) {
+      std::vector<const arrow::ArrayData*> column(units.size());
+      bool gatherable = true;
+      for (size_t u = 0; u < units.size(); ++u) {
+        column[u] = units[u]->columns[c].get();
+        gatherable = gatherable && column[u] != nullptr && IsGatherableList(*column[u]);
+      }
+      if (!gatherable) continue;  // gathered on its own below
+      members.push_back(c);
+      group_arrays.push_back(std::move(column));
+    }
+    if (members.empty()) continue;
+    auto gathered = GatherListGroup(g.unit, g.row, group_arrays, pool);
+    if (!gathered.ok()) {
+      std::string names;
+      for (int c : members) names += (names.empty() ? "'" : ", '") + schema->field(c)->name() + "'";
+      return gathered.status().WithMessage("columns ", names, ": ", gathered.status().message(),
+                                           "; declare them large_list or use smaller batches");
+    }
+    for (size_t k = 0; k < members.size(); ++k) grouped[members[k]] = std::move((*gathered)[k]);
+  }
+
   arrow::ArrayDataVector columns;
   std::vector<const arrow::ArrayData*> arrays(units.size());
   for (int c = 0; c < schema->num_fields(); ++c) {
@@ -350,16 +379,30 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
       columns.push_back(FinishTarget(type, n, std::move(targets[layout->staged[c]])));
       continue;
     }
+    if (grouped[c] != nullptr) {
+      columns.push_back(std::move(grouped[c]));
+      continue;
+    }
     bool nulls = false;
+    bool lists = true;
     for (size_t u = 0; u < units.size(); ++u) {
       arrays[u] = units[u]->columns[c].get();
       nulls = nulls || HasNulls(*arrays[u]);
+      lists = lists && IsGatherableList(*arrays[u]);
     }
     auto fixed = GetFixedWidthLayout(*type);
     std::shared_ptr<arrow::ArrayData> column;
     if (fixed.ok() && !nulls) {
       ARROW_ASSIGN_OR_RAISE(
           column, GatherFixedWidth(type, fixed->row_bytes, g, arrays, given_for(c), pool));
+    } else if (lists) {
+      auto gathered = GatherLists(g.unit, g.row, arrays, pool);
+      if (!gathered.ok()) {
+        return gathered.status().WithMessage("column '", schema->field(c)->name(), "': ",
+                                             gathered.status().message(),
+                                             "; declare it large_list or use smaller batches");
+      }
+      column = std::move(*gathered);
     } else {
       ARROW_ASSIGN_OR_RAISE(column, GatherGeneric(g, arrays, pool));
     }

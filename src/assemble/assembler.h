@@ -54,7 +54,8 @@ class BatchTargets {
 /// Gathers the rows of one batch, in plan order, into freshly allocated 64-byte-aligned
 /// buffers that the batch owns. Columns of staged units (row_store.h) are gathered record by
 /// record; unstaged fixed-width columns without nulls by direct copy; other types (strings,
-/// variable lists, nullable unstaged columns) go through Arrow's take kernel. Rows of units
+/// nullable unstaged columns) go through Arrow's take kernel, lists of numbers through
+/// GatherLists (list_gather.h). Rows of units
 /// skipped under on_error="skip" are left out: the batch is shorter, the plan unchanged.
 class Assembler {
  public:

@@ -24,6 +24,11 @@ struct BatchLayout {
   /// columns).
   std::shared_ptr<arrow::Schema> output_schema;
   std::shared_ptr<arrow::Schema> batch_schema;
+  /// Output columns whose values share one allocation, one after another in the order
+  /// given (list_gather.h's GatherListGroup): the ragged columns, grouped by value type in
+  /// the order their ragged ops were declared, so a KeyedJaggedTensor's keys arrive
+  /// key-major in one buffer.
+  std::vector<std::vector<int>> list_groups;
   /// Where batches are allocated (they outlive the loader in the consumer's hands).
   arrow::MemoryPool* pool = nullptr;
 };

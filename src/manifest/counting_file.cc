@@ -3,8 +3,42 @@
 
 #include <arrow/buffer.h>
 #include <arrow/util/future.h>
+#include <arrow/util/thread_pool.h>
 
 namespace stoker {
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> CountingFile::ReadIntoPool(int64_t position,
+                                                                         int64_t nbytes,
+                                                                         bool allow_short_read) {
+  ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::ResizableBuffer> buffer,
+                        arrow::AllocateResizableBuffer(nbytes, pool_));
+  ARROW_ASSIGN_OR_RAISE(int64_t read,
+                        inner_->ReadAt(position, nbytes, allow_short_read, buffer->mutable_data()));
+  if (read < nbytes) ARROW_RETURN_NOT_OK(buffer->Resize(read, /*shrink_to_fit=*/false));
+  return buffer;
+}
+
+arrow::Result<std::shared_ptr<arrow::Buffer>> CountingFile::ReadBuffer(int64_t position,
+                                                                       int64_t nbytes,
+                                                                       bool allow_short_read) {
+  if (pool_ != nullptr) return ReadIntoPool(position, nbytes, allow_short_read);
+  return inner_->ReadAt(position, nbytes, allow_short_read);
+}
+
+arrow::Future<std::shared_ptr<arrow::Buffer>> CountingFile::ReadBufferAsync(
+    const arrow::io::IOContext& context, int64_t position, int64_t nbytes,
+    bool allow_short_read) {
+  if (pool_ == nullptr) return inner_->ReadAsync(context, position, nbytes, allow_short_read);
+  // What RandomAccessFile::ReadAsync does by default (the local and object-store files do
+  // not override it), with the buffer from pool_.
+  auto self = std::dynamic_pointer_cast<CountingFile>(shared_from_this());
+  auto submitted = context.executor()->Submit(
+      context.stop_token(), [self, position, nbytes, allow_short_read] {
+        return self->ReadIntoPool(position, nbytes, allow_short_read);
+      });
+  if (!submitted.ok()) return arrow::Future<std::shared_ptr<arrow::Buffer>>::MakeFinished(submitted.status());
+  return *submitted;
+}
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> CountingFile::Log(
     int64_t position, arrow::Result<std::shared_ptr<arrow::Buffer>> read) {
@@ -39,13 +73,13 @@ arrow::Result<int64_t> CountingFile::ReadAt(int64_t position, int64_t nbytes, vo
 arrow::Result<std::shared_ptr<arrow::Buffer>> CountingFile::ReadAt(int64_t position,
                                                                    int64_t nbytes) {
   Count(nbytes);
-  return Log(position, inner_->ReadAt(position, nbytes));
+  return Log(position, ReadBuffer(position, nbytes, /*allow_short_read=*/false));
 }
 
 arrow::Future<std::shared_ptr<arrow::Buffer>> CountingFile::ReadAsync(
     const arrow::io::IOContext& context, int64_t position, int64_t nbytes) {
   Count(nbytes);
-  return Log(position, inner_->ReadAsync(context, position, nbytes));
+  return Log(position, ReadBufferAsync(context, position, nbytes, /*allow_short_read=*/false));
 }
 
 arrow::Result<int64_t> CountingFile::ReadAt(int64_t position, int64_t nbytes, bool allow_short_read,
@@ -57,13 +91,13 @@ arrow::Result<int64_t> CountingFile::ReadAt(int64_t position, int64_t nbytes, bo
 arrow::Result<std::shared_ptr<arrow::Buffer>> CountingFile::ReadAt(int64_t position, int64_t nbytes,
                                                                    bool allow_short_read) {
   Count(nbytes);
-  return Log(position, inner_->ReadAt(position, nbytes, allow_short_read));
+  return Log(position, ReadBuffer(position, nbytes, allow_short_read));
 }
 
 arrow::Future<std::shared_ptr<arrow::Buffer>> CountingFile::ReadAsync(
     const arrow::io::IOContext& context, int64_t position, int64_t nbytes, bool allow_short_read) {
   Count(nbytes);
-  return Log(position, inner_->ReadAsync(context, position, nbytes, allow_short_read));
+  return Log(position, ReadBufferAsync(context, position, nbytes, allow_short_read));
 }
 
 }  // namespace stoker
