@@ -38,6 +38,9 @@ enum class OutputKind {
   kTensor,
   /// Any Arrow type, nulls allowed (pyarrow.RecordBatch).
   kArrow,
+  /// As kTensor, and every list-of-numbers column is ragged (values + offsets) whether or not
+  /// a ragged op names it: TorchRec's KeyedJaggedTensor (python/kjt.cc).
+  kJagged,
 };
 
 /// What the epochs are for: how ranks share the rows (docs/evaluation.md).

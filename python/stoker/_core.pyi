@@ -11,7 +11,7 @@ def to_tensors(batch: object, output: str = 'numpy', ragged: Sequence[str] = [])
 
 def check_output(output: str) -> None:
     """
-    Raises ValueError unless output is "numpy", "torch", "jax", "tensorflow" or "arrow".
+    Raises ValueError unless output is "numpy", "torch", "jax", "tensorflow", "arrow" or "torchrec".
     """
 
 class TransformOp:
@@ -564,6 +564,9 @@ class Epoch:
     def close(self) -> None:
         """Stop the workers now."""
 
+    def use_kjt(self, spec: KjtSpec) -> None:
+        """Deliver the batches as TorchRec's parts (to_kjt_parts) from now on."""
+
     def num_batches(self) -> int: ...
 
     def planned_rows(self) -> int:
@@ -768,4 +771,26 @@ def batches_per_rank(rows: int, batch_size: int, drop_last: bool) -> int:
 def transforms_from_spec(transforms: object | None) -> list[TransformOp]:
     """
     The engine's ops for a transform spec (a list of dicts, docs/transforms.md), its shape checked against each op's keys; None gives none.
+    """
+
+class KjtSpec:
+    """What output="torchrec" makes of a batch (python/stoker/torchrec.py)."""
+
+    def __init__(self, keys: Sequence[str], weights: Sequence[str], dense: Sequence[str], labels: Sequence[str], values_dtype: str) -> None: ...
+
+    @property
+    def keys(self) -> list[str]: ...
+
+    @property
+    def weights(self) -> list[str]: ...
+
+    @property
+    def dense(self) -> list[str]: ...
+
+    @property
+    def labels(self) -> list[str]: ...
+
+def to_kjt_parts(batch: object, spec: KjtSpec) -> tuple:
+    """
+    A pyarrow.RecordBatch as the parts of a TorchRec batch: (values, lengths, weights, length_per_key, offset_per_key, dense, labels, stride).
     """

@@ -14,9 +14,9 @@ def check_device(device: str | None, output: str) -> Any:
     """The torch.device for `device` (None: none); errors name what is missing."""
     if device is None:
         return None
-    if output != "torch":
+    if output not in ("torch", "torchrec"):
         raise ValueError(f'device="{device}" places torch or JAX batches: set output="torch" '
-                         f'or output="jax" (got output="{output}")')
+                         f'or output="jax" (or "torchrec"; got output="{output}")')
     import torch
     target = torch.device(device)
     if target.type != "cuda":
@@ -65,13 +65,21 @@ class DeviceStage:
         del host
         consumer = self._torch.cuda.current_stream(self._device)
         consumer.wait_event(event)
-        for tensor in on_device.values():
-            tensor.record_stream(consumer)  # the allocator keeps it until the consumer is done
+        # The allocator keeps the device memory until the consumer is done with it.
+        if isinstance(on_device, dict):
+            for tensor in on_device.values():
+                tensor.record_stream(consumer)
+        else:  # a TorchRec Batch (Pipelineable)
+            on_device.record_stream(consumer)
         return rows, on_device
 
-    def _start_copy(self, rows: int, host: dict[str, Any]) -> tuple[int, Any, Any, Any]:
+    def _start_copy(self, rows: int, host: Any) -> tuple[int, Any, Any, Any]:
         with self._torch.cuda.stream(self._stream):
-            on_device = {name: t.to(self._device, non_blocking=True) for name, t in host.items()}
+            if isinstance(host, dict):
+                on_device = {name: t.to(self._device, non_blocking=True)
+                             for name, t in host.items()}
+            else:  # a TorchRec Batch: its own to() moves its tensors and its KJT's
+                on_device = host.to(self._device, non_blocking=True)
             event = self._torch.cuda.Event()
             event.record(self._stream)
         return rows, host, on_device, event

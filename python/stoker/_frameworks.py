@@ -13,7 +13,10 @@ _NEEDS = {
     "torch": ("torch", "pip install torch"),
     "jax": ("jax", "pip install jax"),
     "tensorflow": ("tensorflow", "pip install tensorflow-cpu (or tensorflow)"),
+    "torchrec": ("torchrec", ("pip install torchrec (with fbgemm-gpu, or fbgemm-gpu-cpu on a "
+                              "CPU host): docs/torchrec.md")),
 }
+
 
 
 def check_output(output: str) -> None:

@@ -112,7 +112,8 @@ a random setting after every batch, for tests). The batches never depend on it;
     Keyword(("output",), """\
 "numpy" (dict of np.ndarray), "torch" (dict of torch.Tensor), "jax" (dict
 of jax.Array), "tensorflow" (dict of tf.Tensor) — each over the engine's buffers,
-no copy but for bool columns — or "arrow" (pyarrow.RecordBatch)."""),
+no copy but for bool columns — "arrow" (pyarrow.RecordBatch), or "torchrec"
+(torchrec.datasets.utils.Batch with a KeyedJaggedTensor: see ``torchrec``)."""),
     Keyword(("codecs",), """\
 binary columns holding encoded values (Petastorm's codecs) decoded to tensors
 per row group in the C++ workers, before the transforms and the cache: a list of
@@ -210,6 +211,14 @@ Batches for an accelerator are put there with ``jax.device_put``,
     Keyword(("device_prefetch",), """\
 batches in flight to the device (device memory holds this many
 plus the one being used)."""),
+    Keyword(("torchrec",), """\
+with ``output="torchrec"``: a dict (or ``stoker.torchrec.Features``) of
+``sparse`` (the KeyedJaggedTensor's keys, in order: list-of-integer or integer
+columns), ``dense`` (columns stacked into ``dense_features`` [B, n] float32),
+``labels`` (one column: [B]; several: [B, k]), ``weights`` (key -> its paired
+list column) and ``values_dtype`` ("int32"/"int64"; None: the keys' own).
+The engine gathers the keys' ids key-major into one buffer; lengths and
+length_per_key/offset_per_key come with each batch (docs/torchrec.md)."""),
 ]
 
 _BY_NAME = {name: keyword for keyword in KEYWORDS for name in keyword.names}

@@ -80,8 +80,12 @@ class _EngineReader:
     on_error="skip")."""
 
     def __init__(self, epoch: Any, output: str,
-                 on_short: Callable[[], None] | None = None) -> None:
+                 on_short: Callable[[], None] | None = None, torchrec: Any = None) -> None:
         self.epoch, self.output = epoch, output
+        # output="torchrec": the stoker.torchrec.Maker of its batches from the engine's parts.
+        self.torchrec = torchrec
+        if torchrec is not None:
+            epoch.use_kjt(torchrec.spec)
         self.planned = 0  # planned rows of the batches taken from the engine so far
         # Called when a batch holds fewer rows than planned (a unit was skipped).
         self.on_short = on_short
@@ -98,6 +102,8 @@ class _EngineReader:
         rows, self.planned = planned - self.planned, planned
         if self.output == "arrow":
             batch = pa.record_batch(_CapsuleBatch(batch))
+        elif self.torchrec is not None:
+            batch = self.torchrec(batch)
         if self.on_short is not None and _num_rows(batch) < rows:
             self.on_short()
         return rows, batch
@@ -107,6 +113,8 @@ def _num_rows(batch: Any) -> int:
     """Rows of an engine batch: a RecordBatch, or a dict of arrays with rows first."""
     if isinstance(batch, pa.RecordBatch):
         return batch.num_rows
+    if not isinstance(batch, dict):  # a TorchRec Batch
+        return batch.sparse_features.stride()
     return len(next(iter(batch.values())))
 
 
@@ -156,11 +164,12 @@ class _EpochIterator(_cursor.EpochIterator):
     def __init__(self, epoch: Any, output: str, progress: _cursor.Progress,
                  batch_transform: Callable[[Any], Any] | None, prefetch: int,
                  on_close: Callable[[], None] | None = None, device: Any = None,
-                 device_prefetch: int = 2, on_short: Callable[[], None] | None = None) -> None:
+                 device_prefetch: int = 2, on_short: Callable[[], None] | None = None,
+                 torchrec: Any = None) -> None:
         super().__init__(progress, epoch.num_batches())
         self._epoch = epoch
         self._on_close = on_close
-        self._reader = _EngineReader(epoch, output, on_short)
+        self._reader = _EngineReader(epoch, output, on_short, torchrec)
         self._pid = os.getpid()
         self._pump: _TransformPump | None = None
         if batch_transform is not None:
@@ -264,9 +273,11 @@ class Loader(_cursor.EpochLoader):
         trace_events: int = _DEFAULTS.trace_events,
         device: str | None = None,
         device_prefetch: int = 2,
+        torchrec: Any = None,
     ) -> None:
         if trace is not None and not trace_events:
             trace_events = _core.DEFAULT_TRACE_EVENTS
+        features = _torchrec_features(output, torchrec)
         # The keyword arguments are named after LoaderOptions' fields and go there by name.
         options = _options.loader_options(
             [] if isinstance(source, _tables.Table) else source, storage_options, locals())
@@ -293,6 +304,10 @@ class Loader(_cursor.EpochLoader):
             if hinted is error:
                 raise
             raise hinted from error
+        self._torchrec = None
+        if features is not None:
+            from stoker import torchrec as _stoker_torchrec
+            self._torchrec = _stoker_torchrec.Maker(features.check(self._schema))
         if on_error == "skip":
             self._log_skipped()  # files whose footers could not be read, left out already
         if self._core.num_batches() == 0:
@@ -376,7 +391,8 @@ class Loader(_cursor.EpochLoader):
         on_close = None if self._trace is None else lambda: self.write_trace(self._trace)
         return _EpochIterator(stream, self._output, progress, self._batch_transform,
                               self._transformed_ahead, on_close, self._device,
-                              self._device_prefetch, on_short=self._log_skipped)
+                              self._device_prefetch, on_short=self._log_skipped,
+                              torchrec=self._torchrec)
 
     def _log_skipped(self) -> None:
         """Logs each row group skipped under on_error="skip" once, as a batch first lacks
@@ -460,6 +476,18 @@ _keywords.document(Loader, """Reads a Parquet dataset as exact, deterministic, s
     Each ``iter(loader)`` is one epoch; epochs count up from 0 unless ``set_epoch`` says
     otherwise. With the same dataset, seed, epoch, rank and world size the batches are
     bit-identical whatever ``num_threads`` is.""")
+
+def _torchrec_features(output: str, torchrec: Any) -> Any:
+    """``torchrec=`` as stoker.torchrec.Features for output="torchrec" (None otherwise); a
+    ValueError when one is given without the other."""
+    if output != "torchrec":
+        if torchrec is not None:
+            raise ValueError(f'torchrec= applies to output="torchrec", not output="{output}"')
+        return None
+    _frameworks.check_output(output)  # TorchRec importable, before its module is
+    from stoker import torchrec as _stoker_torchrec
+    return _stoker_torchrec.Features.of(torchrec)
+
 
 def _check_python_options(output: str, batch_transform: Any) -> None:
     """The options the engine never sees: the framework of `output` must be importable; a

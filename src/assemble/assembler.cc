@@ -398,8 +398,8 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
     } else if (lists) {
       auto gathered = GatherLists(g.unit, g.row, arrays, pool);
       if (!gathered.ok()) {
-        return gathered.status().WithMessage("column '", schema->field(c)->name(), "': ",
-                                             gathered.status().message(),
+        return gathered.status().WithMessage("column '", schema->field(c)->name(),
+                                             "': ", gathered.status().message(),
                                              "; declare it large_list or use smaller batches");
       }
       column = std::move(*gathered);

@@ -21,7 +21,7 @@ constexpr size_t kPrefetchRows = 16;
 // One unit's list array, ready for random access.
 template <typename Offset>
 struct ListSource {
-  const Offset* offsets = nullptr;   // row 0's offset (the array's offset applied)
+  const Offset* offsets = nullptr;    // row 0's offset (the array's offset applied)
   const uint8_t* validity = nullptr;  // null when no list is null
   int64_t validity_offset = 0;
 };
@@ -29,8 +29,9 @@ struct ListSource {
 // The list array of `type` over `n` rows with these offsets and innermost values.
 std::shared_ptr<arrow::ArrayData> MakeList(const std::shared_ptr<arrow::DataType>& type, int64_t n,
                                            std::shared_ptr<arrow::Buffer> validity,
-                                           int64_t null_count, std::shared_ptr<arrow::Buffer> offsets,
-                                           int64_t total, std::shared_ptr<arrow::Buffer> values) {
+                                           int64_t null_count,
+                                           std::shared_ptr<arrow::Buffer> offsets, int64_t total,
+                                           std::shared_ptr<arrow::Buffer> values) {
   const auto& value_type = type->field(0)->type();
   std::shared_ptr<arrow::ArrayData> child;
   if (value_type->id() == arrow::Type::FIXED_SIZE_LIST) {
@@ -60,10 +61,10 @@ struct ListPass {
   std::shared_ptr<arrow::Buffer> offsets;
   std::shared_ptr<arrow::Buffer> validity;  // null when no list is null
   int64_t null_count = 0;
-  int64_t total = 0;           // values in the batch's lists
-  int64_t value_bytes = 0;     // bytes of one value (a fixed-size list's whole row)
-  int64_t align = 1;           // the innermost value's width
-  std::vector<int64_t> begin;  // each row's first value in its unit's child array
+  int64_t total = 0;                   // values in the batch's lists
+  int64_t value_bytes = 0;             // bytes of one value (a fixed-size list's whole row)
+  int64_t align = 1;                   // the innermost value's width
+  std::vector<int64_t> begin;          // each row's first value in its unit's child array
   std::vector<const uint8_t*> values;  // each unit's child value 0
 };
 

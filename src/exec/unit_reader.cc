@@ -99,7 +99,7 @@ arrow::Status CheckUnit(const UnitSource& source, const Unit& unit,
                                   batch.schema()->ToString(), " where ",
                                   source.output_schema->ToString(), " were expected");
   }
-  if (source.output != OutputKind::kTensor) {
+  if (source.output == OutputKind::kArrow) {
     for (int i = 0; i < batch.num_columns(); ++i) {
       if (!source.non_null[i] || !HasNulls(*batch.column_data(i))) continue;
       return arrow::Status::Invalid(
@@ -110,7 +110,7 @@ arrow::Status CheckUnit(const UnitSource& source, const Unit& unit,
     }
     return arrow::Status::OK();
   }
-  const auto& ragged = source.transforms->ragged_columns();
+  const auto& ragged = source.ragged;
   for (int i = 0; i < batch.num_columns(); ++i) {
     const auto& data = *batch.column_data(i);
     const std::string& name = batch.schema()->field(i)->name();

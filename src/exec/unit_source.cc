@@ -9,9 +9,9 @@ BatchLayout LayoutOf(const std::shared_ptr<const UnitSource>& source) {
   layout.plan_columns = source->plan_columns;
   layout.output_schema = source->output_schema;
   layout.batch_schema = source->batch_schema;
-  if (source->transforms != nullptr) {
+  {
     std::vector<std::shared_ptr<arrow::DataType>> group_types;
-    for (const std::string& name : source->transforms->ragged_columns()) {
+    for (const std::string& name : source->ragged) {
       const int c = source->output_schema->GetFieldIndex(name);
       if (c < 0) continue;
       const auto& type = source->output_schema->field(c)->type();

@@ -39,6 +39,9 @@ struct UnitSource {
   std::shared_ptr<const ColumnDecoder> decoder;
   /// Applied after the decoder.
   std::shared_ptr<const TransformSpec> transforms;
+  /// The output columns that reach tensors as values + offsets: those the ragged ops name,
+  /// in their order, then (OutputKind::kJagged) the other lists of numbers in column order.
+  std::vector<std::string> ragged;
   /// Columns of a finished unit (the transforms' output).
   std::shared_ptr<arrow::Schema> output_schema;
   /// The columns the assembler adds from the plan (mask, row origin).

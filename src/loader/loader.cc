@@ -39,7 +39,7 @@ bool AnyRemote(const std::vector<std::string>& sources) {
 
 // Checks that the output columns suit numpy/torch: types, and nulls that statistics prove.
 arrow::Status CheckTensorOutput(const UnitSource& source) {
-  const auto& ragged = source.transforms->ragged_columns();
+  const auto& ragged = source.ragged;
   const std::string where = "'" + source.manifest->files()[0].source.display + "'";
   for (const auto& field : source.output_schema->fields()) {
     if (std::find(ragged.begin(), ragged.end(), field->name()) != ragged.end()) continue;
@@ -47,6 +47,9 @@ arrow::Status CheckTensorOutput(const UnitSource& source) {
   }
   std::vector<std::string> as_read;
   for (const auto& name : source.transforms->UntouchedColumns()) {
+    // A ragged column's statistics count its empty lists as nulls: its values are checked
+    // unit by unit instead (exec/unit_reader.cc).
+    if (std::find(ragged.begin(), ragged.end(), name) != ragged.end()) continue;
     if (source.output_schema->GetFieldIndex(name) >= 0) as_read.push_back(name);
   }
   return CheckNoNullsByStatistics(*source.manifest, as_read);
@@ -149,6 +152,18 @@ arrow::Status SetUpTransforms(const LoaderOptions& options, UnitSource* source) 
   ARROW_ASSIGN_OR_RAISE(source->transforms,
                         TransformSpec::Make(options.transforms, source->decoder->output_schema()));
   source->output_schema = source->transforms->output_schema();
+  source->ragged = source->transforms->ragged_columns();
+  if (options.output == OutputKind::kJagged) {
+    for (const auto& field : source->output_schema->fields()) {
+      const auto& type = *field->type();
+      const bool list = type.id() == arrow::Type::LIST || type.id() == arrow::Type::LARGE_LIST;
+      if (!list || !GetFixedWidthLayout(*type.field(0)->type()).ok()) continue;
+      auto& ragged = source->ragged;
+      if (std::find(ragged.begin(), ragged.end(), field->name()) == ragged.end()) {
+        ragged.push_back(field->name());
+      }
+    }
+  }
   return arrow::Status::OK();
 }
 
@@ -211,7 +226,7 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
   source->plan_columns.valid_mask = options.pad_to_equal_steps;
   source->plan_columns.row_origin = options.with_row_origin;
   ARROW_ASSIGN_OR_RAISE(source->batch_schema, source->plan_columns.Extend(*source->output_schema));
-  if (options.output == OutputKind::kTensor) {
+  if (options.output != OutputKind::kArrow) {
     ARROW_RETURN_NOT_OK(CheckTensorOutput(*source));
     source->non_null.assign(source->output_schema->num_fields(), true);
   } else {
@@ -327,9 +342,11 @@ std::string LoaderImpl::filter_digest() const {
   return source_->filter == nullptr ? "" : source_->filter->digest();
 }
 
-const std::vector<std::string>& LoaderImpl::ragged_columns() const {
-  return source_->transforms->ragged_columns();
+arrow::MemoryPool* LoaderImpl::output_pool() const {
+  return source_->output_pool != nullptr ? source_->output_pool : source_->pool;
 }
+
+const std::vector<std::string>& LoaderImpl::ragged_columns() const { return source_->ragged; }
 
 std::string LoaderImpl::TakeCacheWarning() const {
   return source_->cache == nullptr ? "" : source_->cache->TakeWarning();

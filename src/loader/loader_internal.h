@@ -97,6 +97,9 @@ class LoaderImpl final : public Loader {
   /// counts and stats (its epochs count in this loader's), nothing read again. How a
   /// mixture gives each source its share of the mixture's window.
   arrow::Result<std::shared_ptr<LoaderImpl>> WithShuffleWindow(int64_t rows) const;
+  /// Where batches are allocated (pinned under LoaderOptions::pinned_output): what a
+  /// consumer that builds more of a batch's buffers (python/kjt.cc) allocates from.
+  arrow::MemoryPool* output_pool() const;
   /// The controller's state (setting, decisions); null when the settings are fixed.
   const std::shared_ptr<TuneState>& tune() const { return tune_; }
 

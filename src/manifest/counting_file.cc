@@ -26,17 +26,17 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> CountingFile::ReadBuffer(int64_t p
 }
 
 arrow::Future<std::shared_ptr<arrow::Buffer>> CountingFile::ReadBufferAsync(
-    const arrow::io::IOContext& context, int64_t position, int64_t nbytes,
-    bool allow_short_read) {
+    const arrow::io::IOContext& context, int64_t position, int64_t nbytes, bool allow_short_read) {
   if (pool_ == nullptr) return inner_->ReadAsync(context, position, nbytes, allow_short_read);
   // What RandomAccessFile::ReadAsync does by default (the local and object-store files do
   // not override it), with the buffer from pool_.
   auto self = std::dynamic_pointer_cast<CountingFile>(shared_from_this());
-  auto submitted = context.executor()->Submit(
-      context.stop_token(), [self, position, nbytes, allow_short_read] {
+  auto submitted =
+      context.executor()->Submit(context.stop_token(), [self, position, nbytes, allow_short_read] {
         return self->ReadIntoPool(position, nbytes, allow_short_read);
       });
-  if (!submitted.ok()) return arrow::Future<std::shared_ptr<arrow::Buffer>>::MakeFinished(submitted.status());
+  if (!submitted.ok())
+    return arrow::Future<std::shared_ptr<arrow::Buffer>>::MakeFinished(submitted.status());
   return *submitted;
 }
 

@@ -65,9 +65,9 @@ class CountingFile final : public arrow::io::RandomAccessFile {
   // The buffer-returning reads, through pool_ when set.
   arrow::Result<std::shared_ptr<arrow::Buffer>> ReadBuffer(int64_t position, int64_t nbytes,
                                                            bool allow_short_read);
-  arrow::Future<std::shared_ptr<arrow::Buffer>> ReadBufferAsync(
-      const arrow::io::IOContext& context, int64_t position, int64_t nbytes,
-      bool allow_short_read);
+  arrow::Future<std::shared_ptr<arrow::Buffer>> ReadBufferAsync(const arrow::io::IOContext& context,
+                                                                int64_t position, int64_t nbytes,
+                                                                bool allow_short_read);
 
   arrow::Result<std::shared_ptr<arrow::Buffer>> Log(
       int64_t position, arrow::Result<std::shared_ptr<arrow::Buffer>> read);

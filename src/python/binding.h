@@ -104,9 +104,12 @@ nb::dict ToDict(const T& value) {
 
 /// What a Python consumer receives: dicts of numpy arrays, torch tensors, jax.Arrays or
 /// TensorFlow tensors (all over the engine's buffers, through DLPack), or Arrow batches.
-enum class Output { kNumpy, kTorch, kJax, kTensorflow, kArrow };
+/// kTorchrec: TorchRec's batch parts (kjt.cc; torch dicts with every list ragged until an
+/// epoch is told use_kjt).
+enum class Output { kNumpy, kTorch, kJax, kTensorflow, kArrow, kTorchrec };
 
-/// "numpy", "torch", "jax", "tensorflow" or "arrow"; a ValueError naming the option otherwise.
+/// "numpy", "torch", "jax", "tensorflow", "arrow" or "torchrec"; a ValueError naming the
+/// option otherwise.
 Output ParseOutput(const std::string& output);
 
 /// An Arrow C data interface schema capsule (pyarrow imports it without copying).
@@ -125,6 +128,26 @@ std::shared_ptr<arrow::RecordBatch> ImportBatch(nb::handle batch);
 /// epochs, RemoteLoader and `to_tensors`.
 nb::dict ToTensors(const arrow::RecordBatch& batch, Output output,
                    const std::vector<std::string>& ragged);
+
+/// A Python object that keeps `buffer` alive as long as an array views it (a tensor's owner).
+nb::object Owner(std::shared_ptr<arrow::Buffer> buffer);
+
+/// What output="torchrec" makes of a batch (kjt.cc, python/stoker/torchrec.py): the sparse
+/// keys in KeyedJaggedTensor order, each key's weights column ("" for none; empty: no
+/// weights), the dense and label columns.
+struct KjtSpec {
+  std::vector<std::string> keys;
+  std::vector<std::string> weights;
+  std::vector<std::string> dense;
+  std::vector<std::string> labels;
+  bool values_int64 = true;
+};
+
+/// A batch as a tuple (values, lengths, weights or None, length_per_key, offset_per_key,
+/// dense or None, labels or None, stride) of torch tensors and host ints in TorchRec's
+/// layout; no copy of the values when the engine gathered them key-major, one otherwise
+/// (new buffers from `pool`). Errors name the key, column and row.
+nb::tuple ToKjtParts(const arrow::RecordBatch& batch, const KjtSpec& spec, arrow::MemoryPool* pool);
 
 /// `stream` as the stoker._core.Epoch Python iterates (bound in loader.cc): batches delivered
 /// as `output` (`ragged` columns as values + offsets), the disk cache warnings of `loaders`
@@ -164,5 +187,6 @@ void BindMixture(nb::module_& m);        // mixture.cc: MixturePlan, MixtureRead
 void BindPlan(nb::module_& m);           // plan.cc: rank_segments, rows_left, batches_left,
                                          // rank_rows, batches_per_rank
 void BindTransformSpec(nb::module_& m);  // transform_spec.cc: transforms_from_spec
+void BindKjt(nb::module_& m);            // kjt.cc: KjtSpec, to_kjt_parts
 
 }  // namespace stoker::python

@@ -71,9 +71,22 @@ class Epoch {
     auto batch = ValueOrThrow(std::move(next));
     if (batch == nullptr) return nb::none();
     if (output_ == Output::kArrow) return BatchCapsules(*batch);
+    if (kjt_ != nullptr) return ToKjtParts(*batch, *kjt_, KjtPool());
     return ToTensors(*batch, output_, ragged_);
   }
 
+  // Delivers batches as TorchRec's parts (ToKjtParts) from now on.
+  void UseKjt(const KjtSpec& spec) { kjt_ = std::make_shared<const KjtSpec>(spec); }
+
+ private:
+  // Where the parts ToKjtParts makes are allocated: the batches' own pool (pinned for a
+  // device) when the epoch is one loader's.
+  arrow::MemoryPool* KjtPool() const {
+    if (loaders_.size() == 1) return Internal(*loaders_[0]).output_pool();
+    return arrow::default_memory_pool();
+  }
+
+ public:
   int64_t NumBatches() const { return stream_ == nullptr ? 0 : stream_->num_batches(); }
 
   // Planned rows the batches delivered so far stand for (skipped units' rows included).
@@ -101,6 +114,7 @@ class Epoch {
   std::unique_ptr<BatchStream> stream_;
   Output output_;
   std::vector<std::string> ragged_;
+  std::shared_ptr<const KjtSpec> kjt_;  // null: dicts of tensors
   // The loaders whose cache warnings its batches raise (they outlive the stream).
   std::vector<std::shared_ptr<Loader>> loaders_;
   // The process that started the epoch.
@@ -229,7 +243,9 @@ nb::object WrapEpoch(std::unique_ptr<BatchStream> stream, Output output,
 
 PyLoader::PyLoader(LoaderOptions options, const std::string& output)
     : output_(ParseOutput(output)) {
-  options.output = output_ == Output::kArrow ? OutputKind::kArrow : OutputKind::kTensor;
+  options.output = output_ == Output::kArrow      ? OutputKind::kArrow
+                   : output_ == Output::kTorchrec ? OutputKind::kJagged
+                                                  : OutputKind::kTensor;
   loader_ = ValueOrThrow(Loader::Make(std::move(options)));
 }
 
@@ -254,6 +270,8 @@ void BindLoader(nb::module_& m) {
            "Waits up to 100 ms; True once next() would not block.")
       .def("next", &Epoch::Next, "The next batch, or None after the last one.")
       .def("close", &Epoch::Close, ReleaseGil(), "Stop the workers now.")
+      .def("use_kjt", &Epoch::UseKjt, nb::arg("spec"),
+           "Deliver the batches as TorchRec's parts (to_kjt_parts) from now on.")
       .def("num_batches", &Epoch::NumBatches)
       .def("planned_rows", &Epoch::PlannedRows,
            "Planned rows of the batches delivered so far (skipped units' rows included).");

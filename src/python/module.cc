@@ -54,4 +54,5 @@ NB_MODULE(_core, m) {
   py::BindMixture(m);
   py::BindPlan(m);
   py::BindTransformSpec(m);
+  py::BindKjt(m);
 }

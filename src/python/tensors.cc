@@ -50,13 +50,6 @@ nb::dlpack::dtype DlpackType(const arrow::DataType& type) {
   return dtype;
 }
 
-// A Python object that keeps an Arrow buffer alive for as long as an array views it.
-nb::object Owner(std::shared_ptr<arrow::Buffer> buffer) {
-  auto* held = new std::shared_ptr<arrow::Buffer>(std::move(buffer));
-  return nb::capsule(
-      held, [](void* p) noexcept { delete static_cast<std::shared_ptr<arrow::Buffer>*>(p); });
-}
-
 template <typename Framework>
 nb::object ToTensor(const arrow::ArrayData& data) {
   std::vector<size_t> shape{static_cast<size_t>(data.length)};
@@ -144,6 +137,12 @@ void AddColumns(const arrow::RecordBatch& batch, const std::vector<std::string>&
 
 }  // namespace
 
+nb::object Owner(std::shared_ptr<arrow::Buffer> buffer) {
+  auto* held = new std::shared_ptr<arrow::Buffer>(std::move(buffer));
+  return nb::capsule(
+      held, [](void* p) noexcept { delete static_cast<std::shared_ptr<arrow::Buffer>*>(p); });
+}
+
 // A pyarrow.RecordBatch (or anything with __arrow_c_array__) as an Arrow C++ batch over the
 // same buffers.
 std::shared_ptr<arrow::RecordBatch> ImportBatch(nb::handle batch) {
@@ -163,9 +162,11 @@ Output ParseOutput(const std::string& output) {
   if (output == "jax") return Output::kJax;
   if (output == "tensorflow") return Output::kTensorflow;
   if (output == "arrow") return Output::kArrow;
+  if (output == "torchrec") return Output::kTorchrec;
   throw StatusError(arrow::Status::Invalid(
-      "output must be \"numpy\", \"torch\", \"jax\", \"tensorflow\" or \"arrow\", got \"", output,
-      "\""));
+      "output must be \"numpy\", \"torch\", \"jax\", \"tensorflow\", \"arrow\" or "
+      "\"torchrec\", got \"",
+      output, "\""));
 }
 
 nb::object SchemaCapsule(const arrow::Schema& schema) {
@@ -189,6 +190,7 @@ nb::dict ToTensors(const arrow::RecordBatch& batch, Output output,
   nb::dict columns;
   switch (output) {
     case Output::kTorch:
+    case Output::kTorchrec:
       AddColumns<nb::pytorch>(batch, ragged, columns);
       break;
     case Output::kJax:
@@ -221,8 +223,8 @@ void BindTensors(nb::module_& m) {
       "and '<name>_offsets').");
   m.def(
       "check_output", [](const std::string& output) { ParseOutput(output); }, nb::arg("output"),
-      "Raises ValueError unless output is \"numpy\", \"torch\", \"jax\", \"tensorflow\" or "
-      "\"arrow\".");
+      "Raises ValueError unless output is \"numpy\", \"torch\", \"jax\", \"tensorflow\", "
+      "\"arrow\" or \"torchrec\".");
 }
 
 }  // namespace stoker::python

@@ -98,11 +98,12 @@ def test_the_command_lines_loader_flags_come_from_the_definition(command: str) -
 
 def test_serve_and_doctor_take_every_loader_option_a_command_line_can_spell() -> None:
     # The Loader's keywords but those that need Python (a filter expression, a callable,
-    # storage options, a table object), the output kinds, the timeline and the device; and
-    # transforms, which both commands read from a file of their own.
+    # storage options, a table object), the output kinds (and TorchRec's features), the
+    # timeline and the device; and transforms, which both commands read from a file of their
+    # own.
     python_only = {"source", "filter", "batch_transform", "storage_options", "output",
                    "transforms", "rank", "world_size", "trace", "trace_events", "device",
-                   "device_prefetch"}
+                   "device_prefetch", "torchrec"}
     spelled = set(_keywords_of(stoker.Loader)) - python_only
     assert set(_keywords.LOADER_FLAGS) == spelled
     for command in ("serve", "doctor"):

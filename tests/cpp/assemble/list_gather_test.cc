@@ -82,9 +82,8 @@ Case MakeCase(const std::shared_ptr<arrow::DataType>& type, bool nulls) {
 }
 
 TEST(ListGatherTest, GivesWhatTakeGivesForEveryListType) {
-  for (const auto& type :
-       {arrow::list(arrow::int32()), arrow::large_list(arrow::int32()),
-        arrow::list(arrow::fixed_size_list(arrow::int32(), 2))}) {
+  for (const auto& type : {arrow::list(arrow::int32()), arrow::large_list(arrow::int32()),
+                           arrow::list(arrow::fixed_size_list(arrow::int32(), 2))}) {
     for (bool nulls : {false, true}) {
       const Case c = MakeCase(type, nulls);
       for (const auto* a : c.arrays()) ASSERT_TRUE(IsGatherableList(*a));
@@ -139,15 +138,22 @@ TEST(ListGatherTest, AGroupLaysItsColumnsOutOneAfterAnotherInOneBuffer) {
 }
 
 TEST(ListGatherTest, TakesOnlyListsOfNumbersWithoutNullValues) {
-  auto strings = arrow::json::ArrayFromJSONString(arrow::list(arrow::utf8()), R"([["a"], []])").ValueOrDie();
+  auto strings =
+      arrow::json::ArrayFromJSONString(arrow::list(arrow::utf8()), R"([["a"], []])").ValueOrDie();
   EXPECT_FALSE(IsGatherableList(*strings->data()));
-  auto with_null = arrow::json::ArrayFromJSONString(arrow::list(arrow::int64()), R"([[1, null], [2]])").ValueOrDie();
+  auto with_null =
+      arrow::json::ArrayFromJSONString(arrow::list(arrow::int64()), R"([[1, null], [2]])")
+          .ValueOrDie();
   EXPECT_FALSE(IsGatherableList(*with_null->data()));
-  auto nested = arrow::json::ArrayFromJSONString(arrow::list(arrow::list(arrow::int64())), R"([[[1]], []])").ValueOrDie();
+  auto nested =
+      arrow::json::ArrayFromJSONString(arrow::list(arrow::list(arrow::int64())), R"([[[1]], []])")
+          .ValueOrDie();
   EXPECT_FALSE(IsGatherableList(*nested->data()));
   auto plain = arrow::json::ArrayFromJSONString(arrow::int64(), "[1, 2]").ValueOrDie();
   EXPECT_FALSE(IsGatherableList(*plain->data()));
-  auto ok = arrow::json::ArrayFromJSONString(arrow::list(arrow::float32()), R"([[1.5, 2], null, []])").ValueOrDie();
+  auto ok =
+      arrow::json::ArrayFromJSONString(arrow::list(arrow::float32()), R"([[1.5, 2], null, []])")
+          .ValueOrDie();
   EXPECT_TRUE(IsGatherableList(*ok->data()));
 }
 
