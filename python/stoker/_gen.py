@@ -32,7 +32,7 @@ __all__ = [
     "summary_line",
 ]
 
-PRESETS = ("criteo", "criteo-nulls", "wide", "embeddings")
+PRESETS = ("criteo", "criteo-nulls", "wide", "embeddings", "multihot", "sequences")
 COMPRESSIONS = ("snappy", "zstd", "gzip", "lz4", "none")
 
 DEFAULT_ROW_GROUP_SIZE = 65536
@@ -62,6 +62,45 @@ DOMAIN_LETTERS = (3, 30)  # Shortest and longest word.
 DOMAIN_SEED = 1  # The vocabulary is the same for every seed and file.
 
 EMBEDDING_ITEMS = 1_000_000  # item_id cardinality of the embeddings preset.
+
+# multihot: MLPerf DLRM-DCNv2's multi-hot Criteo (the 1TB click logs with every categorical
+# feature turned into a bag of ids), the layout its reference trains on: the criteo dense
+# counters and label, and C1..C26 as list<int32> whose mean length per feature is
+# MULTIHOT_HOTNESS (the reference's multi-hot sizes). A row's length is 1 + Poisson(hotness - 1):
+# the mean is the hotness, no bag is empty, and the hotness-1 features hold exactly one id, as
+# there. Ids are skewed as criteo's, in [0, CRITEO_CARDINALITIES) (at most 1e6: int32 is enough
+# and halves the bytes, as the reference's int32 indices do).
+MULTIHOT_HOTNESS = (
+    3, 2, 1, 2, 6, 1, 1, 1, 1, 7, 3, 8, 1, 6, 9, 5, 1, 1, 1, 12, 100, 27, 10, 3, 1, 1,
+)  # fmt: skip
+
+# sequences: a sequential recommender's rows (user histories, as in DIN, BST or HSTU training
+# data): a user, a candidate item and the user's history of items, each with its time, action
+# and weight in four list columns of the same lengths. Lengths are heavy-tailed as real
+# histories are: length = clip(ceil(SEQUENCE_MEDIAN_LENGTH * exp(SEQUENCE_LENGTH_SIGMA * z)), 1,
+# SEQUENCE_MAX_LENGTH) for standard-normal z, a discretised log-normal with median 32, mean
+# about 98, p99 about 1,050 and 0.06% of rows at the cap: most rows are short and a few are a
+# hundred times longer, which is what padding, bucketing and ragged gathers must handle.
+SEQUENCE_MAX_LENGTH = 4096
+SEQUENCE_MEDIAN_LENGTH = 32
+SEQUENCE_LENGTH_SIGMA = 1.5
+SEQUENCE_USERS = 1_000_000  # user_id cardinality.
+SEQUENCE_ITEMS = 1_000_000  # Cardinality of item_id and of the history's ids: one vocabulary.
+# Action types of the history: view, click, add to cart, buy, skip, with these probabilities.
+SEQUENCE_ACTION_P = (0.70, 0.15, 0.05, 0.02, 0.08)
+# A row's history starts at a base time drawn uniformly in [SEQUENCE_START, SEQUENCE_START +
+# SEQUENCE_SPAN) (unix seconds; from 2023-01-01 UTC, over a year); each next event follows the
+# previous one by a geometric gap of mean SEQUENCE_GAP_MEAN seconds (>= 1, so times strictly
+# increase), and the row's own event (the candidate) comes after the last.
+SEQUENCE_START = 1_672_531_200
+SEQUENCE_SPAN = 365 * 86_400
+SEQUENCE_GAP_MEAN = 3_600
+
+# The list presets' offsets are int32 (list<...>, not large_list): a row group's values of one
+# column must stay below 2^31. A sequences row holds at most SEQUENCE_MAX_LENGTH values, so this
+# many rows always fit; multihot's longest feature averages 100 values a row, far below.
+LIST_PRESETS = ("multihot", "sequences")
+MAX_LIST_ROW_GROUP_SIZE = (2**31 - 1) // SEQUENCE_MAX_LENGTH  # 524,287 rows.
 
 # Labels are a noisy threshold of one standard-normal signal per row, so models trained on the
 # synthetic data have something to learn. The threshold is the normal 75th percentile: 25% of
@@ -103,6 +142,11 @@ class GenOptions:
             )
         _validate_preset_option(self, "columns", "wide")
         _validate_preset_option(self, "list_size", "embeddings")
+        if self.preset in LIST_PRESETS and self.row_group_size > MAX_LIST_ROW_GROUP_SIZE:
+            raise ValueError(
+                f"row_group_size must be <= {MAX_LIST_ROW_GROUP_SIZE:,} for preset "
+                f"{self.preset!r} (its list columns' int32 offsets), got {self.row_group_size:,}"
+            )
 
 
 def _validate_preset_option(options: GenOptions, name: str, preset: str) -> None:
@@ -148,12 +192,27 @@ def schema_for(options: GenOptions) -> pa.Schema:
             fields.append(_id_field(STRING_COLUMN, DOMAIN_WORDS, pa.string()))
     elif options.preset == "wide":
         fields += [pa.field(f"f{i}", pa.float32()) for i in range(_wide_columns(options))]
-    else:
+    elif options.preset == "embeddings":
         vector = pa.list_(pa.float32(), _list_size(options))
         fields += [
             _id_field("item_id", EMBEDDING_ITEMS),
             pa.field("embedding", vector),
             pa.field("user_embedding", vector),
+        ]
+    elif options.preset == "multihot":
+        fields += [pa.field(f"I{i + 1}", pa.float32()) for i in range(CRITEO_DENSE)]
+        fields += [
+            _id_field(f"C{i + 1}", cardinality, pa.list_(pa.int32()))
+            for i, cardinality in enumerate(CRITEO_CARDINALITIES)
+        ]
+    else:
+        fields += [
+            _id_field("user_id", SEQUENCE_USERS),
+            _id_field("item_id", SEQUENCE_ITEMS),
+            _id_field("history", SEQUENCE_ITEMS, pa.list_(pa.int64())),
+            pa.field("history_ts", pa.list_(pa.int64())),
+            _id_field("history_action", len(SEQUENCE_ACTION_P), pa.list_(pa.int32())),
+            pa.field("history_weight", pa.list_(pa.float32())),
         ]
     return pa.schema(fields)
 
@@ -251,7 +310,9 @@ def _write_file(
     compression = None if options.compression == "none" else options.compression
     # Dictionary encoding only pays off for the id columns; trying it on random floats just
     # burns time before the writer falls back to plain encoding.
-    dictionary = [field.name for field in schema if CARDINALITY_KEY in (field.metadata or {})]
+    dictionary = [
+        _leaf_path(field) for field in schema if CARDINALITY_KEY in (field.metadata or {})
+    ]
     try:
         with pq.ParquetWriter(
             partial, schema, compression=compression, use_dictionary=dictionary
@@ -266,6 +327,13 @@ def _write_file(
         partial.unlink(missing_ok=True)
 
 
+def _leaf_path(field: pa.Field) -> str:
+    """The Parquet column path of a flat or list field, as `use_dictionary` wants it: a list
+    column's values are the leaf `name.list.element` (the writer's default compliant nested
+    names), and the list's own name there is silently ignored."""
+    return f"{field.name}.list.element" if pa.types.is_list(field.type) else field.name
+
+
 def _batch_maker(options: GenOptions, schema: pa.Schema) -> BatchMaker:
     if options.preset == "criteo":
         return lambda rng, row_ids: _criteo_batch(rng, row_ids, schema)
@@ -275,8 +343,12 @@ def _batch_maker(options: GenOptions, schema: pa.Schema) -> BatchMaker:
     if options.preset == "wide":
         columns = _wide_columns(options)
         return lambda rng, row_ids: _wide_batch(rng, row_ids, schema, columns)
-    list_size = _list_size(options)
-    return lambda rng, row_ids: _embeddings_batch(rng, row_ids, schema, list_size)
+    if options.preset == "embeddings":
+        list_size = _list_size(options)
+        return lambda rng, row_ids: _embeddings_batch(rng, row_ids, schema, list_size)
+    if options.preset == "multihot":
+        return lambda rng, row_ids: _multihot_batch(rng, row_ids, schema)
+    return lambda rng, row_ids: _sequences_batch(rng, row_ids, schema)
 
 
 def _criteo_batch(
@@ -290,13 +362,20 @@ def _criteo_batch(
 def _criteo_columns(rng: np.random.Generator, row_ids: np.ndarray) -> list[np.ndarray]:
     """row_id, label, the dense counters and the categorical ids, as numpy arrays."""
     n = len(row_ids)
-    z = rng.standard_normal((CRITEO_DENSE, n), dtype=np.float32)
-    dense = np.exp(z * CRITEO_DENSE_SIGMA + CRITEO_DENSE_MU)
-    labels = _labels(rng, (z[0] + z[1]) * np.float32(1 / math.sqrt(2)))
+    labels, dense = _criteo_labels_and_dense(rng, n)
     categorical = _skewed_ids(
         rng, np.array(CRITEO_CARDINALITIES)[:, None], (len(CRITEO_CARDINALITIES), n)
     )
     return [row_ids, labels, *dense, *categorical]
+
+
+def _criteo_labels_and_dense(rng: np.random.Generator, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The labels and the (CRITEO_DENSE, n) log-normal counters, the labels correlated with the
+    first two counters: what criteo, criteo-nulls and multihot share."""
+    z = rng.standard_normal((CRITEO_DENSE, n), dtype=np.float32)
+    dense = np.exp(z * CRITEO_DENSE_SIGMA + CRITEO_DENSE_MU)
+    labels = _labels(rng, (z[0] + z[1]) * np.float32(1 / math.sqrt(2)))
+    return labels, dense
 
 
 def _criteo_nulls_batch(
@@ -359,6 +438,65 @@ def _embeddings_batch(
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+def _multihot_batch(
+    rng: np.random.Generator, row_ids: np.ndarray, schema: pa.Schema
+) -> pa.RecordBatch:
+    """The criteo dense counters and label, then every feature's bag lengths, then its ids,
+    feature by feature: one vectorised draw per feature, none per row."""
+    n = len(row_ids)
+    labels, dense = _criteo_labels_and_dense(rng, n)
+    extra = np.array(MULTIHOT_HOTNESS)[:, None] - 1
+    lengths = 1 + rng.poisson(extra, (len(MULTIHOT_HOTNESS), n))
+    bags = []
+    for cardinality, feature_lengths in zip(CRITEO_CARDINALITIES, lengths, strict=True):
+        offsets = _list_offsets(feature_lengths)
+        ids = _skewed_ids(rng, cardinality, int(offsets[-1]), np.int32)
+        bags.append(pa.ListArray.from_arrays(pa.array(offsets), pa.array(ids)))
+    arrays = [pa.array(row_ids), pa.array(labels), *(pa.array(d) for d in dense), *bags]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _sequences_batch(
+    rng: np.random.Generator, row_ids: np.ndarray, schema: pa.Schema
+) -> pa.RecordBatch:
+    n = len(row_ids)
+    # z draws the history lengths and, standard normal, is the label's signal too: users with
+    # longer histories click more, so the label is learnable from the sequence alone.
+    z = rng.standard_normal(n)
+    scaled = SEQUENCE_MEDIAN_LENGTH * np.exp(SEQUENCE_LENGTH_SIGMA * z)
+    lengths = np.clip(np.ceil(scaled), 1, SEQUENCE_MAX_LENGTH).astype(np.int64)
+    labels = _labels(rng, z)
+    users = _skewed_ids(rng, SEQUENCE_USERS, n)
+    items = _skewed_ids(rng, SEQUENCE_ITEMS, n)
+    offsets = _list_offsets(lengths)
+    total = int(offsets[-1])
+    history = _skewed_ids(rng, SEQUENCE_ITEMS, total)
+    # Per-row running sums of the gaps from one global cumulative sum: subtracting the sum
+    # before each row's first value restarts it at every row, without a loop over rows.
+    base = SEQUENCE_START + rng.integers(0, SEQUENCE_SPAN, n, dtype=np.int64)
+    elapsed = np.cumsum(rng.geometric(1 / SEQUENCE_GAP_MEAN, total).astype(np.int64))
+    before = np.concatenate([[0], elapsed])[offsets[:-1]]
+    times = elapsed + np.repeat(base - before, lengths)
+    thresholds = np.cumsum(SEQUENCE_ACTION_P)[:-1]
+    actions = np.searchsorted(thresholds, rng.random(total), side="right").astype(np.int32)
+    weights = 1 - rng.random(total, dtype=np.float32)  # (0, 1]: a dwell weight, never 0.
+    # The four history lists share one offsets array: paired by construction.
+    shared = pa.array(offsets)
+    lists = [
+        pa.ListArray.from_arrays(shared, pa.array(v)) for v in (history, times, actions, weights)
+    ]
+    arrays = [pa.array(row_ids), pa.array(labels), pa.array(users), pa.array(items), *lists]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def _list_offsets(lengths: np.ndarray) -> np.ndarray:
+    """int32 list offsets [0, l0, l0 + l1, ...]: GenOptions.validate bounds the row group so
+    the last one fits."""
+    offsets = np.zeros(len(lengths) + 1, dtype=np.int32)
+    np.cumsum(lengths, out=offsets[1:])
+    return offsets
+
+
 def _labels(rng: np.random.Generator, signal: np.ndarray) -> np.ndarray:
     """0/1 float32 labels, 25% positive, correlated with a standard-normal `signal`."""
     noise = rng.standard_normal(len(signal), dtype=np.float32)
@@ -367,14 +505,22 @@ def _labels(rng: np.random.Generator, signal: np.ndarray) -> np.ndarray:
 
 
 def _skewed_ids(
-    rng: np.random.Generator, cardinality: int | np.ndarray, shape: int | tuple[int, ...]
+    rng: np.random.Generator,
+    cardinality: int | np.ndarray,
+    shape: int | tuple[int, ...],
+    dtype: type[np.integer] = np.int64,
 ) -> np.ndarray:
     """Ids in [0, cardinality) with P(id = k) ~ 1/(k + 1), a Zipf law of exponent 1.
 
     Drawn as floor((cardinality + 1) ** u) - 1 for uniform u: a log-uniform variable, which is
-    the continuous form of Zipf(1) and needs one exp per value.
+    the continuous form of Zipf(1) and needs one exp per value. Computed in place: the list
+    presets draw tens of millions of ids a row group, and a fresh array per step cost ten times
+    the arithmetic in page faults.
     """
     u = rng.random(shape)
-    ids = np.exp(u * np.log(np.asarray(cardinality, dtype=np.float64) + 1)).astype(np.int64) - 1
+    u *= np.log(np.asarray(cardinality, dtype=np.float64) + 1)
+    np.exp(u, out=u)
+    ids = u.astype(dtype)
+    ids -= 1
     # u < 1, but exp() may round up to exactly cardinality + 1.
-    return np.minimum(ids, np.asarray(cardinality) - 1)
+    return np.minimum(ids, np.asarray(cardinality, dtype=dtype) - 1, out=ids)

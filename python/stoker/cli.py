@@ -251,7 +251,12 @@ def _add_gen(commands: argparse._SubParsersAction) -> None:
         choices=_gen.PRESETS,
         help="criteo: 13 dense float32 + 26 skewed int64 ids; criteo-nulls: the same with 10%% "
         "nulls in the odd-numbered columns and a string column (domain); wide: --columns "
-        "float32 features; embeddings: item_id + two fixed-size float32 vectors of --list-size",
+        "float32 features; embeddings: item_id + two fixed-size float32 vectors of --list-size; "
+        "multihot: criteo's dense columns + 26 list<int32> bags of skewed ids, MLPerf "
+        "DLRM-DCNv2's multi-hot sizes (1 to 100 ids a row on average); sequences: user_id, "
+        "item_id and a user's history of items (list<int64>) with paired history_ts, "
+        f"history_action and history_weight lists, 1 to {_gen.SEQUENCE_MAX_LENGTH} events "
+        f"(median {_gen.SEQUENCE_MEDIAN_LENGTH})",
     )
     gen.add_argument("--rows", required=True, type=_positive_int, help="total rows")
     gen.add_argument("--seed", type=_non_negative_int, default=0, help="default: %(default)s")
