@@ -29,6 +29,7 @@ enum class TransformKind {
   kUniform,        ///< new column: float uniform in [low, high), per row
   kRandint,        ///< new column: int64 uniform in [low, high), per row or `size` per row
   kDropout,        ///< list column: each element dropped with probability p
+  kTruncate,       ///< list columns: each row's first or last `length` elements (`keep`)
 };
 
 /// One step of a transform spec. Plain data; which fields an op reads is documented per kind.
@@ -57,8 +58,11 @@ struct TransformOp {
   /// vocabulary's file (one token per line; line i has id i) and the id of unknown tokens.
   std::string path;
   int64_t default_id = 0;
-  /// pad's fixed length (>= 1); the pad value is `number`.
+  /// pad's fixed length and truncate's longest list (>= 1); the pad value is `number`.
   int64_t length = 0;
+  /// Which elements pad and truncate keep of a longer list: "first" or "last" (a user
+  /// history's most recent events).
+  std::string keep = "first";
   /// bernoulli_mask's and dropout's probability, in [0, 1].
   double p = 0;
   /// randint's draws per row: 0 gives an int64 column, n >= 1 a fixed_size_list<int64>[n].

@@ -209,6 +209,7 @@ void BindTransformOp(nb::module_& m) {
       .Field("path", &TransformOp::path)
       .Field("default_id", &TransformOp::default_id)
       .Field("length", &TransformOp::length)
+      .Field("keep", &TransformOp::keep)
       .Field("p", &TransformOp::p)
       .Field("size", &TransformOp::size)
       .Field("key", &TransformOp::key)

@@ -186,6 +186,7 @@ TransformOp OpFromSpec(size_t index, nb::handle item, const nb::module_& os) {
     if (read.Has(key)) op.output = read.Name(key, "a column name");
   }
   if (read.Has("dtype")) op.dtype = nb::cast<std::string>(nb::str(spec["dtype"]));
+  if (read.Has("keep")) op.keep = nb::cast<std::string>(nb::str(spec["keep"]));
   if (read.Has("value")) {
     op.is_text = nb::isinstance<nb::str>(spec["value"]);
     if (op.is_text) {

@@ -1,6 +1,7 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
-// pad: a variable-length list of numbers -> fixed_size_list[length] (longer lists truncated,
-// shorter ones filled with value, a null list all value) plus int32 "<column>_length", the
+// pad: a variable-length list of numbers -> fixed_size_list[length] (longer lists cut to
+// their first `length` values, or their last with keep="last", in order; shorter ones
+// filled with value after their values, a null list all value) plus int32 "<column>_length", the
 // count of real values, inserted right after it.
 #include <arrow/builder.h>
 #include <arrow/util/bit_util.h>
@@ -23,7 +24,7 @@ std::string LengthsColumn(const std::string& column) { return column + "_length"
 
 // The padded lists and the int32 count of real values of each.
 arrow::Result<std::pair<std::shared_ptr<arrow::Array>, std::shared_ptr<arrow::Array>>> PadLists(
-    const std::shared_ptr<arrow::Array>& lists, int64_t length, double pad,
+    const std::shared_ptr<arrow::Array>& lists, int64_t length, double pad, bool keep_last,
     arrow::compute::ExecContext* exec) {
   arrow::MemoryPool* pool = exec->memory_pool();
   const bool large = lists->type_id() == arrow::Type::LARGE_LIST;
@@ -57,8 +58,9 @@ arrow::Result<std::pair<std::shared_ptr<arrow::Array>, std::shared_ptr<arrow::Ar
   for (int64_t i = 0; i < rows; ++i) {
     int64_t n = 0;
     if (lists->IsValid(i)) {
-      const int64_t begin = offset_of(i);
-      n = std::min(offset_of(i + 1) - begin, length);
+      const int64_t end = offset_of(i + 1);
+      n = std::min(end - offset_of(i), length);
+      const int64_t begin = keep_last ? end - n : offset_of(i);
       std::memcpy(dst + i * length * width, src + begin * width, n * width);
       if (validity != nullptr) {
         for (int64_t j = 0; j < n; ++j) {
@@ -88,13 +90,15 @@ class Pad final : public CompiledOp {
   void WriteParams(CanonicalWriter* w) const override {
     w->Field("length", static_cast<double>(op().length));
     w->Field("value", op().number);
+    // Written only when not the default, so specs from before `keep` keep their digest.
+    if (op().keep != "first") w->Field("keep", op().keep);
   }
 
   arrow::Status Apply(ArrayColumns* columns, const DrawContext& /*draws*/,
                       arrow::compute::ExecContext* exec) const override {
     const int i = Position(*columns);
-    ARROW_ASSIGN_OR_RAISE(auto padded,
-                          PadLists(columns->values[i], op().length, op().number, exec));
+    ARROW_ASSIGN_OR_RAISE(auto padded, PadLists(columns->values[i], op().length, op().number,
+                                                op().keep == "last", exec));
     columns->values[i] = std::move(padded.first);
     columns->Insert(i + 1, LengthsColumn(op().columns[0]), std::move(padded.second));
     return arrow::Status::OK();
@@ -105,6 +109,9 @@ arrow::Result<std::unique_ptr<CompiledOp>> Compile(const TransformOp& op, Schema
   const std::string& name = op.columns[0];
   ARROW_ASSIGN_OR_RAISE(int i, step->Require(name, kName, kNumericLists));
   if (op.length < 1) return arrow::Status::Invalid("length must be >= 1, got ", op.length);
+  if (op.keep != "first" && op.keep != "last") {
+    return arrow::Status::Invalid("keep must be \"first\" or \"last\", got \"", op.keep, "\"");
+  }
   const auto value_type = step->columns.values[i]->field(0)->type();
   ARROW_RETURN_NOT_OK(Representable(op.number, value_type, "pad value").status());
   const std::string lengths = LengthsColumn(name);
@@ -116,7 +123,8 @@ arrow::Result<std::unique_ptr<CompiledOp>> Compile(const TransformOp& op, Schema
   return std::make_unique<Pad>(op);
 }
 
-constexpr OpParam kParams[] = {{"column", true}, {"length", true}, {"value", false}};
+constexpr OpParam kParams[] = {
+    {"column", true}, {"length", true}, {"value", false}, {"keep", false}};
 
 }  // namespace
 

@@ -10,14 +10,14 @@ namespace stoker {
 // here and one in kOps (docs/transforms.md, "Adding an op").
 extern constinit const OpDescriptor kCastOp, kFillNullOp, kClipOp, kLog1pOp, kStandardizeOp,
     kBucketizeOp, kHashOp, kVocabularyOp, kStackOp, kRenameOp, kDropOp, kPadOp, kRaggedOp,
-    kBernoulliMaskOp, kUniformOp, kRandintOp, kDropoutOp;
+    kBernoulliMaskOp, kUniformOp, kRandintOp, kDropoutOp, kTruncateOp;
 
 namespace {
 
 constexpr const OpDescriptor* kOps[] = {
     &kCastOp,   &kFillNullOp,      &kClipOp,    &kLog1pOp,   &kStandardizeOp, &kBucketizeOp,
     &kHashOp,   &kVocabularyOp,    &kStackOp,   &kRenameOp,  &kDropOp,        &kPadOp,
-    &kRaggedOp, &kBernoulliMaskOp, &kUniformOp, &kRandintOp, &kDropoutOp,
+    &kRaggedOp, &kBernoulliMaskOp, &kUniformOp, &kRandintOp, &kDropoutOp, &kTruncateOp,
 };
 
 }  // namespace

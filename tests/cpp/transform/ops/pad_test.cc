@@ -53,6 +53,24 @@ TEST(PadTest, LargeListsOfIntegersTruncateAndFill) {
   ExpectColumn(*out, "h_length", Json(arrow::int32(), "[3, 1, 0, 0]"));
 }
 
+TEST(PadTest, KeepLastTakesTheMostRecentValuesInOrder) {
+  const auto batch =
+      Batch({{"h", Json(arrow::list(arrow::int64()), "[[1, 2, 3, 4], [5], null, []]")}});
+  auto op = Op(TransformKind::kPad, {"h"});
+  op.length = 3;
+  op.keep = "last";
+  const auto spec = Compile({op}, batch);
+  const auto out = Transform(*spec, batch);
+  ExpectColumn(*out, "h",
+               Json(arrow::fixed_size_list(arrow::int64(), 3),
+                    "[[2, 3, 4], [5, 0, 0], [0, 0, 0], [0, 0, 0]]"));
+  ExpectColumn(*out, "h_length", Json(arrow::int32(), "[3, 1, 0, 0]"));
+  EXPECT_EQ(spec->canonical(), R"([{"op":"pad","column":"h","length":3,"value":0,"keep":"last"}])");
+  op.keep = "middle";
+  EXPECT_EQ(CompileError(op, batch).message(),
+            "transform 0 (pad): keep must be \"first\" or \"last\", got \"middle\"");
+}
+
 TEST(PadTest, ASliceReadsItsOwnLists) {
   const auto batch =
       Batch({{"h", Json(arrow::list(arrow::float64()), "[[1, 2], [null, 3, 4], null, [5]]")}});
