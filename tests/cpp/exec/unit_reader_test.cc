@@ -61,6 +61,7 @@ std::shared_ptr<UnitSource> MakeSource(const fs::path& dir, std::vector<std::str
   source->transforms =
       TransformSpec::Make(std::move(ops), source->decoder->output_schema()).ValueOrDie();
   source->output_schema = source->transforms->output_schema();
+  source->ragged = source->transforms->ragged_columns();
   source->batch_schema = source->output_schema;
   // Tensor output: every column null-free (checked per unit). Arrow output: none proven.
   source->non_null.assign(source->output_schema->num_fields(), output == OutputKind::kTensor);

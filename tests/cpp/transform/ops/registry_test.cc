@@ -15,7 +15,7 @@ TEST(TransformOpsTest, KindNamesRoundTrip) {
   const std::vector<std::string> names = {
       "cast",   "fill_null",      "clip",    "log1p",   "standardize", "bucketize",
       "hash",   "vocabulary",     "stack",   "rename",  "drop",        "pad",
-      "ragged", "bernoulli_mask", "uniform", "randint", "dropout"};
+      "ragged", "bernoulli_mask", "uniform", "randint", "dropout",     "truncate"};
   for (size_t k = 0; k < names.size(); ++k) {
     const auto kind = static_cast<TransformKind>(k);
     EXPECT_EQ(TransformKindName(kind), names[k]);
@@ -26,13 +26,13 @@ TEST(TransformOpsTest, KindNamesRoundTrip) {
   EXPECT_EQ(unknown.status().message(),
             "unknown transform op 'explode'; the ops are cast, fill_null, clip, log1p, "
             "standardize, bucketize, hash, vocabulary, stack, rename, drop, pad, ragged, "
-            "bernoulli_mask, uniform, randint, dropout");
+            "bernoulli_mask, uniform, randint, dropout, truncate");
 }
 
 // Python's shape checks read the registry: every kind once, in order, its column key first.
 TEST(TransformOpsTest, RegistryListsEveryKindInOrderWithItsColumnKeyFirst) {
   const auto ops = AllOps();
-  ASSERT_EQ(ops.size(), 17u);
+  ASSERT_EQ(ops.size(), 18u);
   for (size_t k = 0; k < ops.size(); ++k) {
     EXPECT_EQ(ops[k]->kind, static_cast<TransformKind>(k));
     EXPECT_EQ(FindOp(ops[k]->kind), ops[k]);
@@ -58,12 +58,13 @@ TEST(RegistryTest, EachOpsSpecKeys) {
       "columns* output* dtype",
       "column* to*",
       "columns*",
-      "column* length* value",
+      "column* length* value keep",
       "column*",
       "column* p* dtype key",
       "column* low* high* dtype key",
       "column* low* high* size key",
       "column* p* key",
+      "columns* length* keep",
   };
   const auto ops = AllOps();
   ASSERT_EQ(ops.size(), keys.size());
@@ -77,13 +78,17 @@ TEST(RegistryTest, EachOpsSpecKeys) {
   }
 }
 
-// Only drop accepts its list key in the singular ({"op": "drop", "column": "x"}).
-TEST(RegistryTest, OnlyStackAndDropTakeAColumnListAndDropAlsoTakesOne) {
+// Only drop and truncate accept their list key in the singular ({"op": "drop", "column":
+// "x"}).
+TEST(RegistryTest, OnlyStackDropAndTruncateTakeAColumnListAndDropAndTruncateAlsoTakeOne) {
   for (const OpDescriptor* op : AllOps()) {
-    const bool list = op->kind == TransformKind::kStack || op->kind == TransformKind::kDrop;
+    const bool list = op->kind == TransformKind::kStack || op->kind == TransformKind::kDrop ||
+                      op->kind == TransformKind::kTruncate;
     EXPECT_EQ(op->TakesColumnList(), list) << op->name;
     for (const OpParam& param : op->params) {
-      if (op->kind == TransformKind::kDrop && std::string(param.key) == "columns") {
+      const bool singular_too =
+          op->kind == TransformKind::kDrop || op->kind == TransformKind::kTruncate;
+      if (singular_too && std::string(param.key) == "columns") {
         ASSERT_NE(param.singular, nullptr);
         EXPECT_EQ(std::string(param.singular), "column");
       } else {
