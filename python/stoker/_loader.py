@@ -37,6 +37,7 @@ from stoker import (
     _state,
     _tables,
 )
+from stoker import torchrec as _torchrec
 
 # Batches the batch_transform thread keeps ready when prefetch is None.
 _TRANSFORMED_AHEAD = 2
@@ -277,7 +278,7 @@ class Loader(_cursor.EpochLoader):
     ) -> None:
         if trace is not None and not trace_events:
             trace_events = _core.DEFAULT_TRACE_EVENTS
-        features = _torchrec_features(output, torchrec)
+        features = _torchrec.features_for(output, torchrec)
         # The keyword arguments are named after LoaderOptions' fields and go there by name.
         options = _options.loader_options(
             [] if isinstance(source, _tables.Table) else source, storage_options, locals())
@@ -304,10 +305,8 @@ class Loader(_cursor.EpochLoader):
             if hinted is error:
                 raise
             raise hinted from error
-        self._torchrec = None
-        if features is not None:
-            from stoker import torchrec as _stoker_torchrec
-            self._torchrec = _stoker_torchrec.Maker(features.check(self._schema))
+        self._torchrec = None if features is None else _torchrec.Maker(
+            features.check(self._schema))
         if on_error == "skip":
             self._log_skipped()  # files whose footers could not be read, left out already
         if self._core.num_batches() == 0:
@@ -476,18 +475,6 @@ _keywords.document(Loader, """Reads a Parquet dataset as exact, deterministic, s
     Each ``iter(loader)`` is one epoch; epochs count up from 0 unless ``set_epoch`` says
     otherwise. With the same dataset, seed, epoch, rank and world size the batches are
     bit-identical whatever ``num_threads`` is.""")
-
-def _torchrec_features(output: str, torchrec: Any) -> Any:
-    """``torchrec=`` as stoker.torchrec.Features for output="torchrec" (None otherwise); a
-    ValueError when one is given without the other."""
-    if output != "torchrec":
-        if torchrec is not None:
-            raise ValueError(f'torchrec= applies to output="torchrec", not output="{output}"')
-        return None
-    _frameworks.check_output(output)  # TorchRec importable, before its module is
-    from stoker import torchrec as _stoker_torchrec
-    return _stoker_torchrec.Features.of(torchrec)
-
 
 def _check_python_options(output: str, batch_transform: Any) -> None:
     """The options the engine never sees: the framework of `output` must be importable; a

@@ -35,7 +35,7 @@ _PER_SOURCE = ("columns", "filter", "transforms")
 # autotune: a mixture's sources share one pool of fixed size (docs/autotune.md).
 _NOT_WITH_MIXTURE = ("with_row_origin",
                      "codecs", "partitioning", "on_error", "max_bad_units", "max_bad_fraction",
-                     "trace", "trace_events", "autotune")
+                     "trace", "trace_events", "autotune", "torchrec")
 
 
 class MixtureLoader(_cursor.EpochLoader):
@@ -69,6 +69,9 @@ class MixtureLoader(_cursor.EpochLoader):
         **others: Any,
     ) -> None:
         _check_other_options(others)
+        if output == "torchrec":
+            raise ValueError('output="torchrec" with a Mixture: not supported (yet): read each '
+                             'source with its own Loader, or take output="torch" batches')
         _frameworks.check_output(output)
         _loader._check_python_options(output, batch_transform)
         self._device = _device(device, output)

@@ -21,6 +21,7 @@ import pyarrow as pa
 from pyarrow import flight
 
 from stoker import _core, _cursor, _frameworks, _keywords, _state
+from stoker import torchrec as _torchrec
 
 if TYPE_CHECKING:
     from typing import TypedDict, Unpack
@@ -223,7 +224,7 @@ class RemoteLoader(_cursor.EpochLoader):
                  tls_root_certs: bytes | str | None = None,
                  reconnect_timeout: float = 60.0, trace: str | os.PathLike | None = None,
                  trace_events: int = 0, local: bool | dict[str, Any] = False,
-                 split: dict[str, Any] | None = None) -> None:
+                 split: dict[str, Any] | None = None, torchrec: Any = None) -> None:
         if isinstance(servers, str) and "://" not in servers:
             from stoker.ray import Fleet  # a fleet's name
 
@@ -248,6 +249,10 @@ class RemoteLoader(_cursor.EpochLoader):
         self._local_core: Any = None  # the local engine's _core.Loader (local first)
         self._local_loader: Any = None
         self._current_layout: Any = None  # the layout the epoch read last used
+        if output == "torchrec" and local is not False:
+            raise ValueError('output="torchrec" with local=: not supported (yet): read from '
+                             "the servers alone, or use a Loader on the trainer")
+        features = _torchrec.features_for(output, torchrec)
         if local is not False:
             if trace is not None or trace_events:
                 raise ValueError("trace: a loader reading local first keeps no timeline (its "
@@ -266,6 +271,9 @@ class RemoteLoader(_cursor.EpochLoader):
             "columns": list(columns) if columns is not None else None})
         self._output, self._batch_transform = output, batch_transform
         self._ragged = list(self._config.get("ragged", []))
+        self._torchrec = None
+        if features is not None:  # served batches: their KeyedJaggedTensor built here
+            self._torchrec = _torchrec.Maker(features.check(self.schema))
         if output == "jax":
             _frameworks.check_schema(output, self.schema)
         self._stats = {"rows": 0, "batches": 0, "bytes_received": 0, "wait_seconds": 0.0,
@@ -379,7 +387,9 @@ class RemoteLoader(_cursor.EpochLoader):
     def _convert(self, batch: pa.RecordBatch) -> Any:
         """A received batch as this loader delivers it: the engine's own tensor conversion,
         then the batch_transform."""
-        if self._output != "arrow":
+        if self._torchrec is not None:
+            batch = self._torchrec.from_arrow(batch)
+        elif self._output != "arrow":
             batch = _core.to_tensors(batch, self._output, self._ragged)
         return batch if self._batch_transform is None else self._batch_transform(batch)
 

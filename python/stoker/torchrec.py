@@ -29,7 +29,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from stoker import _core
+from stoker import _core, _frameworks
 
 __all__ = ["Features"]
 
@@ -127,6 +127,17 @@ class Features:
         weights = [self.weights.get(k, "") for k in self.sparse] if self.weights else []
         return _core.KjtSpec(list(self.sparse), weights, list(self.dense), list(self.labels),
                              self.values_dtype or "int64")
+
+
+def features_for(output: str, torchrec: Any) -> Features | None:
+    """``torchrec=`` as Features for output="torchrec" (None otherwise): ImportError without
+    TorchRec, ValueError when one is given without the other."""
+    if output != "torchrec":
+        if torchrec is not None:
+            raise ValueError(f'torchrec= applies to output="torchrec", not output="{output}"')
+        return None
+    _frameworks.check_output(output)
+    return Features.of(torchrec)
 
 
 def _names(value: Any, role: str) -> list[str]:

@@ -45,6 +45,13 @@ def _cases(criteo: Path) -> dict[str, tuple[type[Exception], object]]:
         'ValueError: device="cuda" places torch or JAX batches: set output="torch" or '
         'output="jax"':
             (ValueError, lambda: stoker.Loader(criteo, device="cuda", **options)),
+        'ValueError: output="torchrec" with a Mixture: not supported (yet)':
+            (ValueError, lambda: stoker.Loader(_mixture(criteo), batch_size=64,
+                                               output="torchrec")),
+        'ValueError: output="torchrec" with local=: not supported (yet)':
+            (ValueError, lambda: stoker.RemoteLoader(["grpc://127.0.0.1:1"], output="torchrec",
+                                                     torchrec={"sparse": ["C1"]},
+                                                     local={"source": str(criteo)})),
         "ValueError: columns= is per source in a Mixture: give it to stoker.Source":
             (ValueError, lambda: stoker.Loader(_mixture(criteo), batch_size=64,
                                                columns=COLUMNS)),
