@@ -235,6 +235,9 @@ class RemoteLoader(_cursor.EpochLoader):
         self._fleet: Any = servers if hasattr(servers, "addresses") else None
         if self._fleet is None and not servers:
             raise ValueError("servers: give at least one grpc://host:port")
+        if output == "torchrec" and local is not False:
+            raise ValueError('output="torchrec" with local=: not supported (yet): read from '
+                             "the servers alone, or use a Loader on the trainer")
         _frameworks.check_output(output)
         if batch_transform is not None and not callable(batch_transform):
             raise TypeError(f"batch_transform must be callable, got {batch_transform!r}")
@@ -249,9 +252,6 @@ class RemoteLoader(_cursor.EpochLoader):
         self._local_core: Any = None  # the local engine's _core.Loader (local first)
         self._local_loader: Any = None
         self._current_layout: Any = None  # the layout the epoch read last used
-        if output == "torchrec" and local is not False:
-            raise ValueError('output="torchrec" with local=: not supported (yet): read from '
-                             "the servers alone, or use a Loader on the trainer")
         features = _torchrec.features_for(output, torchrec)
         if local is not False:
             if trace is not None or trace_events:
