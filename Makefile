@@ -25,7 +25,7 @@ DEMO_ROWS ?= 2000000
 REQUIREMENTS ?= requirements-dev.txt
 
 .PHONY: all setup build build-cpp test test-cpp test-python test-slow test-all test-matrix test-petastorm demo lint lint-threads clean \
-        test-asan test-asan-cpp asan-cpp-build test-asan-python test-tsan fuzz wheel test-trixie platform-tests \
+        test-torchrec test-asan test-asan-cpp asan-cpp-build test-asan-python test-tsan fuzz wheel test-trixie platform-tests \
         bench-scaling
 
 all: build
@@ -72,7 +72,23 @@ test-python: build
 test-slow: build
 	$(PY) -m pytest -q --timeout=600 --durations=15 -m slow
 
-test: test-cpp test-python
+# TorchRec's own tests of output="torchrec" (tests/torchrec/) in an environment of their own,
+# .torchrec-venv (tests/torchrec/requirements.txt: TorchRec needs torch 2.14.1, a CUDA build,
+# where the main venv has 2.13.0's CPU build), made once and reused; the stoker package built
+# by `make build` is copied into it (its extension finds that venv's pyarrow, the same pin).
+TORCHREC_VENV := .torchrec-venv
+TORCHREC_DEPS := $(TORCHREC_VENV)/.deps-installed
+$(TORCHREC_DEPS): tests/torchrec/requirements.txt $(SYSDEPS)
+	$(PYTHON) -m venv $(TORCHREC_VENV)
+	$(TORCHREC_VENV)/bin/pip install -q --no-cache-dir --no-deps -r tests/torchrec/requirements.txt
+	@touch $@
+
+test-torchrec: build $(TORCHREC_DEPS)
+	rm -rf $(TORCHREC_VENV)/lib/python3.11/site-packages/stoker
+	cp -r $(VENV)/lib/python3.11/site-packages/stoker $(TORCHREC_VENV)/lib/python3.11/site-packages/
+	$(TORCHREC_VENV)/bin/python -m pytest -q --timeout=600 -p no:cacheprovider tests/torchrec
+
+test: test-cpp test-python test-torchrec
 
 test-all: test test-slow
 
