@@ -156,8 +156,10 @@ class Maker:
 
     def __init__(self, features: Features) -> None:
         try:
-            from torchrec.datasets.utils import Batch
-            from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
+            from torchrec.datasets.utils import Batch  # type: ignore[import-not-found]
+            from torchrec.sparse.jagged_tensor import (  # type: ignore[import-not-found]
+                KeyedJaggedTensor,
+            )
         except ImportError as error:
             raise ImportError('output="torchrec" needs TorchRec: pip install torchrec '
                               "(with fbgemm-gpu, or fbgemm-gpu-cpu on a CPU host)") from error

@@ -90,8 +90,8 @@ arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetchUnchecked(const Manifest
     arrow::fs::FileInfo info(file.source.path, arrow::fs::FileType::File);
     info.set_size(file.source.size);
     ARROW_ASSIGN_OR_RAISE(auto input, file.source.filesystem->OpenInputFile(info));
-    auto counted = std::make_shared<CountingFile>(std::move(input), stats, RequestKind::kData,
-                                                  log, io.pool());
+    auto counted =
+        std::make_shared<CountingFile>(std::move(input), stats, RequestKind::kData, log, io.pool());
     const std::vector<int> row_groups{unit.row_group};
     ARROW_ASSIGN_OR_RAISE(auto metadata, manifest.FileMetadata(unit.file));
     BEGIN_PARQUET_CATCH_EXCEPTIONS

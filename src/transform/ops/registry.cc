@@ -17,7 +17,7 @@ namespace {
 constexpr const OpDescriptor* kOps[] = {
     &kCastOp,   &kFillNullOp,      &kClipOp,    &kLog1pOp,   &kStandardizeOp, &kBucketizeOp,
     &kHashOp,   &kVocabularyOp,    &kStackOp,   &kRenameOp,  &kDropOp,        &kPadOp,
-    &kRaggedOp, &kBernoulliMaskOp, &kUniformOp, &kRandintOp, &kDropoutOp, &kTruncateOp,
+    &kRaggedOp, &kBernoulliMaskOp, &kUniformOp, &kRandintOp, &kDropoutOp,     &kTruncateOp,
 };
 
 }  // namespace
