@@ -83,9 +83,11 @@ $(TORCHREC_DEPS): tests/torchrec/requirements.txt $(SYSDEPS)
 	$(TORCHREC_VENV)/bin/pip install -q --no-cache-dir --no-deps -r tests/torchrec/requirements.txt
 	@touch $@
 
-test-torchrec: build $(TORCHREC_DEPS)
+test-torchrec-env: build $(TORCHREC_DEPS)
 	rm -rf $(TORCHREC_VENV)/lib/python3.11/site-packages/stoker
 	cp -r $(VENV)/lib/python3.11/site-packages/stoker $(TORCHREC_VENV)/lib/python3.11/site-packages/
+
+test-torchrec: test-torchrec-env
 	$(TORCHREC_VENV)/bin/python -m pytest -q --timeout=600 -p no:cacheprovider tests/torchrec
 
 test: test-cpp test-python test-torchrec
@@ -322,7 +324,7 @@ BENCH_ARGS      ?=
 SCALING_ROWS    ?= 2000000
 SCALING_DATA    := build/bench-scaling/criteo-$(SCALING_ROWS)
 
-.PHONY: bench
+.PHONY: bench bench-multihot test-torchrec-env
 
 $(BENCH_DEPS): benchmarks/requirements-bench.txt benchmarks/constraints.txt $(SYSDEPS)
 	$(PYTHON) -m venv $(BENCH_VENV)
@@ -375,6 +377,17 @@ bench: build $(BENCH_DEPS) $(PETASTORM_DEPS) $(STREAMING_DEPS) $(GRAIN_DEPS)
 	$(PY) benchmarks/serve_throughput.py build/bench-serve --pin --repeats 5 \
 	  --out benchmarks/results/serve_throughput.json
 	$(MAKE) bench-scaling
+	$(MAKE) bench-multihot
+
+# Multi-hot rows as TorchRec takes them (benchmarks/torchrec_batches.py, docs/torchrec.md):
+# PyArrow's floor, ragged numpy batches shuffled and not, the engine's KeyedJaggedTensor
+# parts and output="torchrec", and the Python time per batch, in TorchRec's environment.
+MULTIHOT_DATA := build/bench-multihot/multihot-400k
+bench-multihot: test-torchrec-env
+	test -d $(MULTIHOT_DATA) || $(VENV)/bin/stoker gen $(MULTIHOT_DATA) --preset multihot \
+	  --rows 400000 --files 8
+	$(TORCHREC_VENV)/bin/python benchmarks/torchrec_batches.py $(MULTIHOT_DATA) --epochs 3 \
+	  --json benchmarks/results/multihot.json
 
 bench-scaling: BUILD_BENCHMARKS := ON
 bench-scaling: build-cpp
