@@ -228,6 +228,11 @@ def test_bad_jagged_data_is_named_and_nothing_changes_silently(tmp_path: Path) -
                                          "weights for 2 ids"):
         list(stoker.Loader(weighted, batch_size=2, shuffle=False, output="torchrec",
                            torchrec={**spec, "weights": {"ids": "w"}}))
+    # A key missing from some files: the files named.
+    pq.write_table(pa.table({"label": pa.array([0.0], pa.float32())}), empty / "part-1.parquet")
+    with pytest.raises(ValueError, match="files disagree on their columns: .*part-0.parquet"):
+        stoker.Loader(empty, batch_size=3, output="torchrec", torchrec=spec)
+    (empty / "part-1.parquet").unlink()
     # A key missing from the dataset: named with the columns there are.
     with pytest.raises(KeyError, match="sparse key 'C9' is not a column of the loader"):
         stoker.Loader(empty, batch_size=3, output="torchrec", torchrec={"sparse": ["C9"]})
