@@ -73,9 +73,10 @@ test-slow: build
 	$(PY) -m pytest -q --timeout=600 --durations=15 -m slow
 
 # TorchRec's own tests of output="torchrec" (tests/torchrec/) in an environment of their own,
-# .torchrec-venv (tests/torchrec/requirements.txt: TorchRec needs torch 2.14.1, a CUDA build,
-# where the main venv has 2.13.0's CPU build), made once and reused; the stoker package built
-# by `make build` is copied into it (its extension finds that venv's pyarrow, the same pin).
+# .torchrec-venv (tests/torchrec/requirements.txt: TorchRec 1.8.0 and fbgemm-gpu-cpu 1.8.0 on
+# torch 2.13.0's CPU build, every package pinned, --no-deps), made once and reused (about a
+# minute, 1.2 GB); the stoker package built by `make build` is copied into it (its extension
+# finds that venv's pyarrow, the same pin).
 TORCHREC_VENV := .torchrec-venv
 TORCHREC_DEPS := $(TORCHREC_VENV)/.deps-installed
 $(TORCHREC_DEPS): tests/torchrec/requirements.txt $(SYSDEPS)
