@@ -6,6 +6,7 @@ mid-epoch with bit-identical losses; docs/torchrec.md's script runs as written."
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -236,3 +237,76 @@ def test_bad_jagged_data_is_named_and_nothing_changes_silently(tmp_path: Path) -
     # A key missing from the dataset: named with the columns there are.
     with pytest.raises(KeyError, match="sparse key 'C9' is not a column of the loader"):
         stoker.Loader(empty, batch_size=3, output="torchrec", torchrec={"sparse": ["C9"]})
+
+
+def batches_of(loader: stoker.Loader) -> list[KeyedJaggedTensor]:
+    return [b.sparse_features for b in loader]
+
+
+def test_served_batches_are_the_local_loaders(multihot: Path) -> None:
+    import re as regex
+    server = subprocess.Popen(
+        [sys.executable, "-m", "stoker", "serve", str(multihot), "--port", "0",
+         "--batch-size", "512", "--seed", "11", "--shuffle-window", "2500",
+         "--num-threads", "1", "--transforms", str(ragged_spec(multihot))],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        line = server.stdout.readline()
+        match = regex.search(r"listening on (\S+://[\d.]+:\d+)", line)
+        assert match, line + server.stderr.read()
+        remote = stoker.RemoteLoader([match.group(1)], output="torchrec", torchrec=features())
+        local = stoker.Loader(multihot, output="torchrec", torchrec=features(),
+                              transforms=ragged_ops(), **options())
+        got, want = list(remote), list(local)
+        assert len(got) == len(want) == 12
+        for a, b in zip(got, want, strict=True):
+            assert_same_kjt(a.sparse_features, b.sparse_features)
+            assert torch.equal(a.dense_features, b.dense_features)
+    finally:
+        server.terminate()
+        server.wait(timeout=20)
+
+
+def ragged_ops() -> list[dict]:
+    return [{"op": "ragged", "column": c} for c in SPARSE]
+
+
+def ragged_spec(folder: Path) -> Path:
+    """The ragged ops as the JSON file `stoker serve --transforms` reads (a server's batches
+    are Arrow; the ragged ops make its configuration the local loader's)."""
+    path = folder.parent / "ragged.json"
+    path.write_text(json.dumps(ragged_ops()))
+    return path
+
+
+def test_elastic_resume_shares_out_the_rest_of_the_epoch_exactly_once(multihot: Path) -> None:
+    two = [stoker.Loader(multihot, output="torchrec", torchrec=features(), rank=r,
+                         world_size=2, **options()) for r in range(2)]
+    iterators = [iter(loader) for loader in two]
+    seen = [next(it).sparse_features for it in iterators for _ in range(2)]
+    state = two[0].state_dict()
+    one = stoker.Loader(multihot, output="torchrec", torchrec=features(), **options())
+    one.load_state_dict(state)
+    rest = batches_of(one)
+    whole_rows = sum(k.stride() for k in seen) + sum(k.stride() for k in rest)
+    assert whole_rows == 6000 - 6000 % 2  # every row once (world_size 2 drops none here)
+    reference = stoker.Loader(multihot, output="arrow", **options())
+    reference.load_state_dict(state)
+    for got, rows in zip(rest, reference, strict=True):
+        assert_same_kjt(got, expected(rows, SPARSE, torch.int32))
+
+
+def test_eval_mode_and_the_cache_give_the_same_batches(multihot: Path, tmp_path: Path) -> None:
+    plain = batches_of(stoker.Loader(multihot, output="torchrec", torchrec=features(),
+                                     **options()))
+    cache = tmp_path / "cache"
+    for _ in range(2):  # cold, then warm
+        cached = batches_of(stoker.Loader(multihot, output="torchrec", torchrec=features(),
+                                          cache_dir=cache, **options()))
+        for a, b in zip(cached, plain, strict=True):
+            assert_same_kjt(a, b)
+    evaluated = [stoker.Loader(multihot, output="torchrec", torchrec=features(), mode="eval",
+                               rank=r, world_size=2, shuffle=False, **options())
+                 for r in range(2)]
+    rows = sum(k.stride() for loader in evaluated for k in batches_of(loader))
+    assert rows == 6000  # evaluation: every row exactly once
