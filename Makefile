@@ -383,12 +383,23 @@ bench: build $(BENCH_DEPS) $(PETASTORM_DEPS) $(STREAMING_DEPS) $(GRAIN_DEPS)
 # Multi-hot rows as TorchRec takes them (benchmarks/torchrec_batches.py, docs/torchrec.md):
 # PyArrow's floor, ragged numpy batches shuffled and not, the engine's KeyedJaggedTensor
 # parts and output="torchrec", and the Python time per batch, in TorchRec's environment.
+# Lance's PyTorch loader over a one-time Lance copy of the same rows is the peer, in its own
+# environment (.bench-lance-venv, benchmarks/requirements-lance.txt).
 MULTIHOT_DATA := build/bench-multihot/multihot-400k
-bench-multihot: test-torchrec-env
+LANCE_VENV    := .bench-lance-venv
+LANCE_DEPS    := $(LANCE_VENV)/.deps-installed
+$(LANCE_DEPS): benchmarks/requirements-lance.txt $(SYSDEPS)
+	$(PYTHON) -m venv $(LANCE_VENV)
+	$(LANCE_VENV)/bin/pip install -q -r benchmarks/requirements-lance.txt
+	@touch $@
+
+bench-multihot: test-torchrec-env $(LANCE_DEPS)
 	test -d $(MULTIHOT_DATA) || $(VENV)/bin/stoker gen $(MULTIHOT_DATA) --preset multihot \
 	  --rows 400000 --files 8
 	$(TORCHREC_VENV)/bin/python benchmarks/torchrec_batches.py $(MULTIHOT_DATA) --epochs 3 \
 	  --json benchmarks/results/multihot.json
+	$(LANCE_VENV)/bin/python benchmarks/lance_peer.py $(MULTIHOT_DATA) \
+	  --lance-dir $(MULTIHOT_DATA).lance --epochs 3 --json benchmarks/results/multihot-lance.json
 
 bench-scaling: BUILD_BENCHMARKS := ON
 bench-scaling: build-cpp

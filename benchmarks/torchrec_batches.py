@@ -7,7 +7,7 @@ epochs after a warm one, the best of `--epochs` kept, in the same run so ratios 
   shuffle, no batching across files, no tensors);
 - ragged: ``stoker.Loader`` with every list column ragged, numpy output, shuffled and not;
 - kjt parts: the engine's KeyedJaggedTensor parts (``output="torchrec"`` without TorchRec's
-  constructor), shuffled;
+  constructor), shuffled and not;
 - torchrec: ``output="torchrec"`` (TorchRec's Batch), shuffled, when TorchRec is installed;
   and the Python time per batch of building the KeyedJaggedTensor from the parts, against
   the conversion a user writes from the ragged numpy columns.
@@ -69,9 +69,9 @@ def ragged(path: str, names: list[str], sparse: list[str], shuffle: bool, thread
 
 
 def kjt_parts(path: str, names: list[str], sparse: list[str], dense: list[str],
-              threads: int) -> Any:
+              threads: int, shuffle: bool = True) -> Any:
     probe = stoker.Loader(path, columns=names, batch_size=BATCH, output="arrow",
-                          num_threads=threads)
+                          num_threads=threads, shuffle=shuffle)
     engine = _core.Loader(probe._options, "torchrec")
     spec = _core.KjtSpec(sparse, [], dense, ["label"], "int32")
     def epoch(e: int) -> int:
@@ -149,6 +149,8 @@ def main() -> None:
         "ragged_shuffled": ragged(args.data, names, sparse, True, args.threads),
         "ragged_unshuffled": ragged(args.data, names, sparse, False, args.threads),
         "kjt_parts_shuffled": kjt_parts(args.data, names, sparse, dense, args.threads),
+        "kjt_parts_unshuffled": kjt_parts(args.data, names, sparse, dense, args.threads,
+                                          shuffle=False),
     }
     try:
         import torchrec  # noqa: F401
@@ -167,6 +169,8 @@ def main() -> None:
         "shuffled/unshuffled": results["ragged_shuffled"] / results["ragged_unshuffled"],
         "kjt_parts/ragged (shuffled)": results["kjt_parts_shuffled"]
                                        / results["ragged_shuffled"],
+        "kjt_parts shuffled/floor": results["kjt_parts_shuffled"] / floor,
+        "kjt_parts unshuffled/floor": results["kjt_parts_unshuffled"] / floor,
     }
     if "torchrec_shuffled" in results:
         results["ratios"]["torchrec/ragged (shuffled)"] = (results["torchrec_shuffled"]
