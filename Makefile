@@ -386,6 +386,7 @@ bench: build $(BENCH_DEPS) $(PETASTORM_DEPS) $(STREAMING_DEPS) $(GRAIN_DEPS)
 # Lance's PyTorch loader over a one-time Lance copy of the same rows is the peer, in its own
 # environment (.bench-lance-venv, benchmarks/requirements-lance.txt).
 MULTIHOT_DATA := build/bench-multihot/multihot-400k
+SEQUENCES_DATA := build/bench-multihot/sequences-200k
 LANCE_VENV    := .bench-lance-venv
 LANCE_DEPS    := $(LANCE_VENV)/.deps-installed
 $(LANCE_DEPS): benchmarks/requirements-lance.txt $(SYSDEPS)
@@ -400,6 +401,9 @@ bench-multihot: test-torchrec-env $(LANCE_DEPS)
 	  --json benchmarks/results/multihot.json
 	$(LANCE_VENV)/bin/python benchmarks/lance_peer.py $(MULTIHOT_DATA) \
 	  --lance-dir $(MULTIHOT_DATA).lance --epochs 3 --json benchmarks/results/multihot-lance.json
+	test -d $(SEQUENCES_DATA) || $(VENV)/bin/stoker gen $(SEQUENCES_DATA) --preset sequences \
+	  --rows 200000 --files 4
+	$(PY) benchmarks/ragged_rates.py $(SEQUENCES_DATA) > benchmarks/results/sequences.json
 
 bench-scaling: BUILD_BENCHMARKS := ON
 bench-scaling: build-cpp

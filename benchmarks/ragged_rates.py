@@ -1,4 +1,4 @@
-"""Multi-hot rows as ragged numpy batches, shuffled and not, against PyArrow's floor: the
+"""Multi-hot rows (or user histories) as ragged numpy batches, shuffled and not, against PyArrow's floor: the
 figures a build's list path is judged by (docs/benchmarks.md, "Multi-hot rows and TorchRec").
 
 ``--package-dir`` reads with another build of Stoker (a ``pip install --target DIR`` of an
@@ -39,12 +39,16 @@ def main() -> None:
     args = parser.parse_args()
     if args.package_dir:
         sys.path.insert(0, args.package_dir)
+    import pyarrow as pa
     import pyarrow.parquet as pq
     import stoker
     files = sorted(glob.glob(os.path.join(args.data, "*.parquet")))
     schema = pq.read_schema(files[0])
-    sparse = [f.name for f in schema if f.name.startswith("C")]
-    names = ["label", *(f.name for f in schema if f.name.startswith("I")), *sparse]
+    # Every column but the row ids; the lists ragged (multihot's C1..C26, sequences' history
+    # lists).
+    names = [f.name for f in schema if f.name != "row_id"]
+    sparse = [f.name for f in schema
+              if pa.types.is_list(f.type) or pa.types.is_large_list(f.type)]
     out = {"stoker": stoker.__file__, "pyarrow": best(lambda _: sum(
         b.num_rows for f in files
         for b in pq.ParquetFile(f).iter_batches(batch_size=4096, columns=names)), args.epochs)}
