@@ -180,63 +180,32 @@ def test_dlrm_trains_and_resumes_mid_epoch_with_bit_identical_losses(multihot: P
     assert first + rest == whole  # bit-identical, float for float
 
 
-def test_the_docs_script_runs_as_written(multihot: Path, tmp_path: Path) -> None:
+def docs_script(tmp_path: Path) -> Path:
     text = (ROOT / "docs" / "torchrec.md").read_text()
-    script = re.search(r"```python\n(# train_dlrm\.py.*?)```", text, re.DOTALL)
+    script = re.search(r"```python\n(# train_dlrm\.py.*?)```", text, re.S)
     assert script is not None, "docs/torchrec.md lost its train_dlrm.py block"
     path = tmp_path / "train_dlrm.py"
     path.write_text(script.group(1))
-    run = subprocess.run([sys.executable, str(path), str(multihot), "--epochs", "1"],
+    return path
+
+
+def test_the_docs_script_runs_as_written(multihot: Path, tmp_path: Path) -> None:
+    run = subprocess.run([sys.executable, str(docs_script(tmp_path)), str(multihot),
+                          "--epochs", "1"],
                          check=False, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr
-    assert "epoch 0" in run.stdout
+    assert "rank 0 epoch 0: 12 steps" in run.stdout
 
 
-def test_bad_jagged_data_is_named_and_nothing_changes_silently(tmp_path: Path) -> None:
-    import pyarrow.parquet as pq
-    spec = {"sparse": ["ids"], "labels": ["label"]}
-    def write(name: str, ids: pa.Array, **more: pa.Array) -> Path:
-        folder = tmp_path / name
-        folder.mkdir()
-        pq.write_table(pa.table({"ids": ids, "label": pa.array([0.0] * len(ids), pa.float32()),
-                                 **more}), folder / "part-0.parquet")
-        return folder
-
-    # A null id inside a list: the file and row group named, before any batch.
-    nulls = write("nulls", pa.array([[1, None], [2]], pa.list_(pa.int64())))
-    with pytest.raises(ValueError, match=r"column 'ids' has null values in '.*part-0\.parquet' "
-                                         r"\(row group 0\)"):
-        list(stoker.Loader(nulls, batch_size=2, output="torchrec", torchrec=spec))
-    # A null list is an empty one: length 0, no id.
-    empty = write("empty", pa.array([[1, 2], None, [3]], pa.list_(pa.int64())))
-    (batch,) = stoker.Loader(empty, batch_size=3, shuffle=False, output="torchrec",
-                             torchrec=spec)
-    assert batch.sparse_features.lengths().tolist() == [2, 0, 1]
-    assert batch.sparse_features.values().tolist() == [1, 2, 3]
-    # Nested lists where a flat one is needed: refused when the loader is made.
-    nested = write("nested", pa.array([[[1]], [[2]]], pa.list_(pa.list_(pa.int64()))))
-    with pytest.raises(TypeError, match="column 'ids' has type list<element: list<element: "):
-        stoker.Loader(nested, batch_size=2, output="torchrec", torchrec=spec)
-    # Ids past the chosen values dtype: an error naming the column and the id.
-    wide = write("wide", pa.array([[1 << 40]], pa.list_(pa.int64())))
-    with pytest.raises(ValueError, match="column 'ids': id 1099511627776 does not fit"):
-        list(stoker.Loader(wide, batch_size=1, output="torchrec",
-                           torchrec={**spec, "values_dtype": "int32"}))
-    # Weights whose lengths differ from their ids'.
-    weighted = write("weighted", pa.array([[1, 2], [3]], pa.list_(pa.int64())),
-                     w=pa.array([[0.5], [1.0]], pa.list_(pa.float32())))
-    with pytest.raises(ValueError, match="weights 'w' of key 'ids': row 0 of the batch has 1 "
-                                         "weights for 2 ids"):
-        list(stoker.Loader(weighted, batch_size=2, shuffle=False, output="torchrec",
-                           torchrec={**spec, "weights": {"ids": "w"}}))
-    # A key missing from some files: the files named.
-    pq.write_table(pa.table({"label": pa.array([0.0], pa.float32())}), empty / "part-1.parquet")
-    with pytest.raises(ValueError, match="files disagree on their columns: .*part-0.parquet"):
-        stoker.Loader(empty, batch_size=3, output="torchrec", torchrec=spec)
-    (empty / "part-1.parquet").unlink()
-    # A key missing from the dataset: named with the columns there are.
-    with pytest.raises(KeyError, match="sparse key 'C9' is not a column of the loader"):
-        stoker.Loader(empty, batch_size=3, output="torchrec", torchrec={"sparse": ["C9"]})
+def test_the_docs_script_runs_under_torchrun(multihot: Path, tmp_path: Path) -> None:
+    torchrun = Path(sys.executable).parent / "torchrun"
+    run = subprocess.run([str(torchrun), "--nproc_per_node", "2", "--master_port", "29531",
+                          str(docs_script(tmp_path)), str(multihot), "--epochs", "1"],
+                         check=False, capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0, run.stderr[-3000:]
+    # Each rank its own equal share of the epoch: 3,000 rows, 6 batches of 512.
+    assert "rank 0 epoch 0: 6 steps" in run.stdout
+    assert "rank 1 epoch 0: 6 steps" in run.stdout
 
 
 def batches_of(loader: stoker.Loader) -> list[KeyedJaggedTensor]:
