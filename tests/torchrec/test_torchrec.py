@@ -182,7 +182,7 @@ def test_dlrm_trains_and_resumes_mid_epoch_with_bit_identical_losses(multihot: P
 
 def docs_script(tmp_path: Path) -> Path:
     text = (ROOT / "docs" / "torchrec.md").read_text()
-    script = re.search(r"```python\n(# train_dlrm\.py.*?)```", text, re.S)
+    script = re.search(r"```python\n(# train_dlrm\.py.*?)```", text, re.DOTALL)
     assert script is not None, "docs/torchrec.md lost its train_dlrm.py block"
     path = tmp_path / "train_dlrm.py"
     path.write_text(script.group(1))
