@@ -10,6 +10,7 @@
 #include <arrow/buffer.h>
 #include <arrow/type_traits.h>
 #include <arrow/util/bit_util.h>
+#include <arrow/util/float16.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -19,6 +20,8 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "assemble/column_types.h"
