@@ -83,7 +83,9 @@ arrow::Result<ListPass> FirstPass(std::span<const uint32_t> units, std::span<con
   for (size_t u = 0; u < arrays.size(); ++u) {
     const arrow::ArrayData& a = *arrays[u];
     sources[u].offsets = a.GetValues<Offset>(1);
-    pass.values[u] = GetFixedWidthValues(*a.child_data[0]).first;
+    // An array of empty (or null) lists may have no values buffer at all.
+    const arrow::ArrayData& child = *a.child_data[0];
+    pass.values[u] = child.length > 0 ? GetFixedWidthValues(child).first : nullptr;
     if (a.GetNullCount() > 0) {
       sources[u].validity = a.buffers[0]->data();
       sources[u].validity_offset = a.offset;
@@ -146,11 +148,15 @@ void CopyValues(std::span<const uint32_t> units, const ListPass& pass, uint8_t* 
     }
     if (j + static_cast<int64_t>(kPrefetchRows) < n) {
       const int64_t k = j + static_cast<int64_t>(kPrefetchRows);
-      __builtin_prefetch(pass.values[units[k]] + pass.begin[k] * width);
+      if (pass.values[units[k]] != nullptr) {
+        __builtin_prefetch(pass.values[units[k]] + pass.begin[k] * width);
+      }
     }
-    std::memcpy(out + static_cast<int64_t>(offsets[i]) * width,
-                pass.values[unit] + run_begin * width,
-                static_cast<size_t>((run_end - run_begin) * width));
+    if (run_end > run_begin) {
+      std::memcpy(out + static_cast<int64_t>(offsets[i]) * width,
+                  pass.values[unit] + run_begin * width,
+                  static_cast<size_t>((run_end - run_begin) * width));
+    }
     i = j;
   }
 }

@@ -137,7 +137,7 @@ std::shared_ptr<arrow::Buffer> SharedValues(const std::vector<KeyColumn>& keys,
       }
     }
     const auto& buffer = key.values->buffers[1];
-    if (buffer == nullptr || buffer->parent() == nullptr) return nullptr;
+    if (key.total == 0 || buffer == nullptr || buffer->parent() == nullptr) return nullptr;
     if (owner != nullptr && (*owner)->parent() != buffer->parent()) return nullptr;
     const uint8_t* start = ValueAddress(key, OffsetAt(*key.data, 0));
     if (next != nullptr && start != next) return nullptr;
@@ -169,6 +169,7 @@ arrow::Status Convert(const From* src, int64_t count, To* dst, const std::string
 template <typename To>
 arrow::Status ConvertAny(const arrow::ArrayData& values, int64_t first, int64_t count, To* dst,
                          const std::string& what) {
+  if (count == 0) return arrow::Status::OK();  // an empty array may have no values buffer
   const uint8_t* src =
       values.buffers[1]->data() + (values.offset + first) * values.type->byte_width();
   switch (values.type->id()) {

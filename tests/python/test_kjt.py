@@ -82,6 +82,15 @@ def test_parts_are_torchrecs_layout_of_the_rows(dtype: str) -> None:
     np.testing.assert_array_equal(labels.numpy(), batch.column("label").to_numpy())
 
 
+def test_a_batch_of_empty_lists_has_no_ids() -> None:
+    batch = pa.record_batch({"a": pa.array([[], None, []], pa.list_(pa.int64())),
+                             "b": pa.array([[1], [], []], pa.list_(pa.int64()))})
+    values, lengths, _, per_key, offsets, _, _, stride = _core.to_kjt_parts(
+        batch, _core.KjtSpec(["a", "b"], [], [], [], "int64"))
+    assert values.tolist() == [1] and lengths.tolist() == [0, 0, 0, 1, 0, 0]
+    assert per_key == [0, 1] and offsets == [0, 0, 1] and stride == 3
+
+
 def test_bad_jagged_data_is_an_error_naming_the_column() -> None:
     batch = a_batch(10)
     def parts(keys: list[str], weights: list[str] | None = None, dtype: str = "int64",

@@ -35,7 +35,8 @@ arrow::Result<std::shared_ptr<arrow::Array>> Cut(const arrow::ArrayData& lists, 
   // The elements are numbers (compile checked): fixed width, in the child's values buffer.
   const arrow::ArrayData& child = *lists.child_data[0];
   const int64_t width = child.type->byte_width();
-  const uint8_t* values = child.buffers[1]->data() + child.offset * width;
+  const uint8_t* values =
+      child.length > 0 ? child.buffers[1]->data() + child.offset * width : nullptr;
   const Offset* in = lists.GetValues<Offset>(1);
   int64_t total = 0;
   for (int64_t i = 0; i < rows; ++i) total += std::min<int64_t>(in[i + 1] - in[i], length);
@@ -50,7 +51,9 @@ arrow::Result<std::shared_ptr<arrow::Array>> Cut(const arrow::ArrayData& lists, 
     const int64_t n = in[i + 1] - in[i];
     const int64_t kept = std::min(n, length);
     const int64_t first = last ? in[i + 1] - kept : in[i];
-    std::memcpy(dst + static_cast<int64_t>(out[i]) * width, values + first * width, kept * width);
+    if (kept > 0) {
+      std::memcpy(dst + static_cast<int64_t>(out[i]) * width, values + first * width, kept * width);
+    }
     out[i + 1] = static_cast<Offset>(out[i] + kept);
   }
   std::shared_ptr<arrow::Buffer> validity;

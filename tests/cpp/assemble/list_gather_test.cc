@@ -137,6 +137,23 @@ TEST(ListGatherTest, AGroupLaysItsColumnsOutOneAfterAnotherInOneBuffer) {
             (first.value_offset(first.length()) + second.value_offset(second.length())) * 4);
 }
 
+TEST(ListGatherTest, UnitsOfEmptyAndNullListsOnly) {
+  // No values at all: such a child may have no values buffer.
+  auto child = arrow::ArrayData::Make(arrow::int32(), 0, {nullptr, nullptr}, 0);
+  auto offsets = arrow::Buffer::FromVector(std::vector<int32_t>{0, 0, 0});
+  auto empty =
+      arrow::ArrayData::Make(arrow::list(arrow::int32()), 2, {nullptr, offsets}, {child}, 0);
+  ASSERT_TRUE(IsGatherableList(*empty));
+  const std::vector<uint32_t> units{0, 0, 0};
+  const std::vector<int64_t> rows{1, 0, 1};
+  auto gathered =
+      GatherLists(units, rows, {empty.get()}, arrow::default_memory_pool()).ValueOrDie();
+  auto array = arrow::MakeArray(gathered);
+  ASSERT_TRUE(array->ValidateFull().ok());
+  EXPECT_EQ(array->length(), 3);
+  EXPECT_EQ(static_cast<const arrow::ListArray&>(*array).value_offset(3), 0);
+}
+
 TEST(ListGatherTest, TakesOnlyListsOfNumbersWithoutNullValues) {
   auto strings =
       arrow::json::ArrayFromJSONString(arrow::list(arrow::utf8()), R"([["a"], []])").ValueOrDie();
