@@ -93,6 +93,9 @@ TransformOp Op(ByteReader& in) {
   op.p = in.Below(2) ? in.Below(101) / 100.0 : Number(in);
   op.size = static_cast<int64_t>(in.Below(kMaxPadLength + 2)) - 1;
   if (in.Below(2)) op.key = Column(in);
+  // Read last, so the inputs kept from before these ops parse as they did up to here.
+  if (in.Below(8) == 0) op.kind = TransformKind::kTruncate;
+  op.keep = in.Below(4) == 0 ? "last" : (in.Below(8) == 0 ? in.Text(5) : "first");
   return op;
 }
 
@@ -103,6 +106,8 @@ int TransformInput(const uint8_t* data, size_t size) {
   LoaderOptions options = SmallLoaderOptions(TransformSource());
   for (size_t n = 1 + in.Below(4); n > 0 && !in.empty(); --n) options.transforms.push_back(Op(in));
   options.output = in.Below(2) ? OutputKind::kArrow : OutputKind::kTensor;
+  if (options.output == OutputKind::kTensor && in.Below(4) == 0)
+    options.output = OutputKind::kJagged;
   auto loader = Loader::Make(options);
   if (!loader.ok()) return 0;
   ReadEpoch(**loader, /*max_batches=*/1000);
