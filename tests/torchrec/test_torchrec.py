@@ -208,6 +208,53 @@ def test_the_docs_script_runs_under_torchrun(multihot: Path, tmp_path: Path) -> 
     assert "rank 1 epoch 0: 6 steps" in run.stdout
 
 
+def test_bad_jagged_data_is_named_and_nothing_changes_silently(tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+    spec = {"sparse": ["ids"], "labels": ["label"]}
+    def write(name: str, ids: pa.Array, **more: pa.Array) -> Path:
+        folder = tmp_path / name
+        folder.mkdir()
+        pq.write_table(pa.table({"ids": ids, "label": pa.array([0.0] * len(ids), pa.float32()),
+                                 **more}), folder / "part-0.parquet")
+        return folder
+
+    # A null id inside a list: the file and row group named, before any batch.
+    nulls = write("nulls", pa.array([[1, None], [2]], pa.list_(pa.int64())))
+    with pytest.raises(ValueError, match=r"column 'ids' has null values in '.*part-0\.parquet' "
+                                         r"\(row group 0\)"):
+        list(stoker.Loader(nulls, batch_size=2, output="torchrec", torchrec=spec))
+    # A null list is an empty one: length 0, no id.
+    empty = write("empty", pa.array([[1, 2], None, [3]], pa.list_(pa.int64())))
+    (batch,) = stoker.Loader(empty, batch_size=3, shuffle=False, output="torchrec",
+                             torchrec=spec)
+    assert batch.sparse_features.lengths().tolist() == [2, 0, 1]
+    assert batch.sparse_features.values().tolist() == [1, 2, 3]
+    # Nested lists where a flat one is needed: refused when the loader is made.
+    nested = write("nested", pa.array([[[1]], [[2]]], pa.list_(pa.list_(pa.int64()))))
+    with pytest.raises(TypeError, match="column 'ids' has type list<element: list<element: "):
+        stoker.Loader(nested, batch_size=2, output="torchrec", torchrec=spec)
+    # Ids past the chosen values dtype: an error naming the column and the id.
+    wide = write("wide", pa.array([[1 << 40]], pa.list_(pa.int64())))
+    with pytest.raises(ValueError, match="column 'ids': id 1099511627776 does not fit"):
+        list(stoker.Loader(wide, batch_size=1, output="torchrec",
+                           torchrec={**spec, "values_dtype": "int32"}))
+    # Weights whose lengths differ from their ids'.
+    weighted = write("weighted", pa.array([[1, 2], [3]], pa.list_(pa.int64())),
+                     w=pa.array([[0.5], [1.0]], pa.list_(pa.float32())))
+    with pytest.raises(ValueError, match="weights 'w' of key 'ids': row 0 of the batch has 1 "
+                                         "weights for 2 ids"):
+        list(stoker.Loader(weighted, batch_size=2, shuffle=False, output="torchrec",
+                           torchrec={**spec, "weights": {"ids": "w"}}))
+    # A key missing from some files: the files named.
+    pq.write_table(pa.table({"label": pa.array([0.0], pa.float32())}), empty / "part-1.parquet")
+    with pytest.raises(ValueError, match="files disagree on their columns: .*part-0.parquet"):
+        stoker.Loader(empty, batch_size=3, output="torchrec", torchrec=spec)
+    (empty / "part-1.parquet").unlink()
+    # A key missing from the dataset: named with the columns there are.
+    with pytest.raises(KeyError, match="sparse key 'C9' is not a column of the loader"):
+        stoker.Loader(empty, batch_size=3, output="torchrec", torchrec={"sparse": ["C9"]})
+
+
 def batches_of(loader: stoker.Loader) -> list[KeyedJaggedTensor]:
     return [b.sparse_features for b in loader]
 
