@@ -27,6 +27,7 @@ from typing import Any
 
 import pyarrow.parquet as pq
 import stoker
+from ragged_rates import best as best_rate  # the best of epochs after a warm one
 from stoker import _core
 
 BATCH = 4096
@@ -37,17 +38,6 @@ def columns(path: str) -> tuple[list[str], list[str]]:
     sparse = [f.name for f in schema if f.name.startswith("C")]
     dense = [f.name for f in schema if f.name.startswith("I")]
     return sparse, dense
-
-
-def best_rate(epoch_rows: Any, epochs: int) -> float:
-    """Rows/s of the best of `epochs` timed epochs after a warm one."""
-    rates = []
-    for epoch in range(epochs + 1):
-        started = time.perf_counter()
-        rows = epoch_rows(epoch)
-        if epoch:
-            rates.append(rows / (time.perf_counter() - started))
-    return max(rates)
 
 
 def pyarrow_floor(path: str, names: list[str]) -> Any:
