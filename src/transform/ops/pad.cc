@@ -109,9 +109,7 @@ arrow::Result<std::unique_ptr<CompiledOp>> Compile(const TransformOp& op, Schema
   const std::string& name = op.columns[0];
   ARROW_ASSIGN_OR_RAISE(int i, step->Require(name, kName, kNumericLists));
   if (op.length < 1) return arrow::Status::Invalid("length must be >= 1, got ", op.length);
-  if (op.keep != "first" && op.keep != "last") {
-    return arrow::Status::Invalid("keep must be \"first\" or \"last\", got \"", op.keep, "\"");
-  }
+  ARROW_RETURN_NOT_OK(CheckKeep(op));
   const auto value_type = step->columns.values[i]->field(0)->type();
   ARROW_RETURN_NOT_OK(Representable(op.number, value_type, "pad value").status());
   const std::string lengths = LengthsColumn(name);

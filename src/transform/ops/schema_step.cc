@@ -73,6 +73,11 @@ arrow::Result<std::shared_ptr<arrow::DataType>> ParseDtype(const std::string& na
                                 "uint32, uint64, float16, float32, float64");
 }
 
+arrow::Status CheckKeep(const TransformOp& op) {
+  if (op.keep == "first" || op.keep == "last") return arrow::Status::OK();
+  return arrow::Status::Invalid("keep must be \"first\" or \"last\", got \"", op.keep, "\"");
+}
+
 bool IsNumber(const arrow::DataType& type) {
   return arrow::is_integer(type.id()) || arrow::is_floating(type.id());
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "stoker/transform_options.h"
 #include "transform/column_set.h"
 
 namespace stoker {
@@ -62,6 +63,9 @@ bool IsText(const arrow::DataType& type);
 bool IsNumericList(const arrow::DataType& type);
 /// The float type a numeric column computes in: float64 stays float64, all else is float32.
 std::shared_ptr<arrow::DataType> FloatFor(const arrow::DataType& type);
+
+/// OK when `op.keep` (pad's and truncate's end of a longer list) is "first" or "last".
+arrow::Status CheckKeep(const TransformOp& op);
 
 inline constexpr ColumnKind kNumbers{&IsNumber, "numbers"};
 inline constexpr ColumnKind kIds{&IsId, "integer or string ids"};

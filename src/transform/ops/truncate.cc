@@ -106,9 +106,7 @@ class Truncate final : public CompiledOp {
 
 arrow::Result<std::unique_ptr<CompiledOp>> Compile(const TransformOp& op, SchemaStep* step) {
   if (op.length < 1) return arrow::Status::Invalid("length must be >= 1, got ", op.length);
-  if (op.keep != "first" && op.keep != "last") {
-    return arrow::Status::Invalid("keep must be \"first\" or \"last\", got \"", op.keep, "\"");
-  }
+  ARROW_RETURN_NOT_OK(CheckKeep(op));
   for (const std::string& name : op.columns) {
     ARROW_RETURN_NOT_OK(step->Require(name, kName, kNumericLists).status());
   }
