@@ -79,10 +79,6 @@ class Features:
                    weights=dict(value.get("weights", {})),
                    values_dtype=value.get("values_dtype"))
 
-    def columns(self) -> list[str]:
-        """Every column the batches need."""
-        return [*self.sparse, *self.weights.values(), *self.dense, *self.labels]
-
     def check(self, schema: pa.Schema) -> Features:
         """Checks the columns against the loader's schema and resolves ``values_dtype``;
         KeyError / TypeError / ValueError naming the column otherwise."""
