@@ -2,8 +2,6 @@
 #include "manifest/counting_file.h"
 
 #include <arrow/buffer.h>
-#include <arrow/util/future.h>
-#include <arrow/util/thread_pool.h>
 
 namespace stoker {
 
@@ -25,34 +23,10 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> CountingFile::ReadBuffer(int64_t p
   return inner_->ReadAt(position, nbytes, allow_short_read);
 }
 
-arrow::Future<std::shared_ptr<arrow::Buffer>> CountingFile::ReadBufferAsync(
-    const arrow::io::IOContext& context, int64_t position, int64_t nbytes, bool allow_short_read) {
-  if (pool_ == nullptr) return inner_->ReadAsync(context, position, nbytes, allow_short_read);
-  // What RandomAccessFile::ReadAsync does by default (the local and object-store files do
-  // not override it), with the buffer from pool_.
-  auto self = std::dynamic_pointer_cast<CountingFile>(shared_from_this());
-  auto submitted =
-      context.executor()->Submit(context.stop_token(), [self, position, nbytes, allow_short_read] {
-        return self->ReadIntoPool(position, nbytes, allow_short_read);
-      });
-  if (!submitted.ok())
-    return arrow::Future<std::shared_ptr<arrow::Buffer>>::MakeFinished(submitted.status());
-  return *submitted;
-}
-
 arrow::Result<std::shared_ptr<arrow::Buffer>> CountingFile::Log(
     int64_t position, arrow::Result<std::shared_ptr<arrow::Buffer>> read) {
   if (log_ != nullptr && read.ok()) log_->Add(position, *read);
   return read;
-}
-
-arrow::Future<std::shared_ptr<arrow::Buffer>> CountingFile::Log(
-    int64_t position, arrow::Future<std::shared_ptr<arrow::Buffer>> read) {
-  if (log_ == nullptr) return read;
-  return read.Then([log = log_, position](const std::shared_ptr<arrow::Buffer>& bytes) {
-    log->Add(position, bytes);
-    return bytes;
-  });
 }
 
 arrow::Result<int64_t> CountingFile::Read(int64_t nbytes, void* out) {
@@ -76,12 +50,6 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> CountingFile::ReadAt(int64_t posit
   return Log(position, ReadBuffer(position, nbytes, /*allow_short_read=*/false));
 }
 
-arrow::Future<std::shared_ptr<arrow::Buffer>> CountingFile::ReadAsync(
-    const arrow::io::IOContext& context, int64_t position, int64_t nbytes) {
-  Count(nbytes);
-  return Log(position, ReadBufferAsync(context, position, nbytes, /*allow_short_read=*/false));
-}
-
 arrow::Result<int64_t> CountingFile::ReadAt(int64_t position, int64_t nbytes, bool allow_short_read,
                                             void* out) {
   Count(nbytes);
@@ -92,12 +60,6 @@ arrow::Result<std::shared_ptr<arrow::Buffer>> CountingFile::ReadAt(int64_t posit
                                                                    bool allow_short_read) {
   Count(nbytes);
   return Log(position, ReadBuffer(position, nbytes, allow_short_read));
-}
-
-arrow::Future<std::shared_ptr<arrow::Buffer>> CountingFile::ReadAsync(
-    const arrow::io::IOContext& context, int64_t position, int64_t nbytes, bool allow_short_read) {
-  Count(nbytes);
-  return Log(position, ReadBufferAsync(context, position, nbytes, allow_short_read));
 }
 
 }  // namespace stoker
