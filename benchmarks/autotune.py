@@ -51,7 +51,7 @@ def grid(cpus: int) -> list[dict[str, Any]]:
 def child(path: str, setting: dict[str, Any], step_ms: float, seed: int) -> dict[str, Any]:
     """One epoch in this process; the figures as one JSON line."""
     import stoker
-    from stoker import _meter
+    from stoker.cli import meter as _meter
 
     started = time.perf_counter()
     cpu0 = time.process_time()
@@ -127,7 +127,7 @@ def main() -> None:
         print(json.dumps(child(path, json.loads(setting), float(step_ms), int(seed))))
         return
 
-    from stoker import _gen
+    from stoker.cli import gen as _gen
 
     cpus = len(os.sched_getaffinity(0))
     settings = grid(cpus)

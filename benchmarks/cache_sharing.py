@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 import stoker
-from stoker import _gen
+from stoker.cli import gen as _gen
 
 COLUMNS = ["label", *(f"I{i}" for i in range(1, 14)), *(f"C{i}" for i in range(1, 27))]
 # Entries of another column set, which fill the cache before an at-the-limit epoch.

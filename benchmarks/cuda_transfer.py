@@ -26,7 +26,7 @@ def main() -> int:
     args = parser.parse_args()
     import stoker
     import torch
-    from stoker import _gen
+    from stoker.cli import gen as _gen
 
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to measure", file=sys.stderr)

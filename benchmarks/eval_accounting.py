@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 import stoker
-from stoker import _gen
+from stoker.cli import gen as _gen
 
 
 def read_rank(source: str, batch_size: int, world: int, rank: int, mode: str,

@@ -29,7 +29,7 @@ BATCH = 1024
 
 
 def dataset(work: Path, preset: str, rows: int) -> Path:
-    from stoker import _gen
+    from stoker.cli import gen as _gen
 
     path = work / f"{preset}-{rows}"
     if not path.exists():

@@ -51,7 +51,7 @@ def main() -> int:
     args = parser.parse_args()
     import jax
     jax.config.update("jax_enable_x64", True)  # Stoker's int64 columns stay int64
-    from stoker import _gen
+    from stoker.cli import gen as _gen
 
     work = Path(tempfile.mkdtemp(prefix="stoker-framework-rates-"))
     _gen.generate(work / "criteo", _gen.GenOptions(preset="criteo", rows=args.rows, files=4),

@@ -67,7 +67,7 @@ def main() -> int:
 
     data = Path(args.data).resolve()
     if not data.exists():
-        from stoker import _gen
+        from stoker.cli import gen as _gen
         _gen.generate(data, _gen.GenOptions(preset="criteo", rows=args.rows, files=8),
                       progress=False)
     dense, categorical, cardinalities = criteo_columns(data)

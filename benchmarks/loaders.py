@@ -138,8 +138,8 @@ def _arrow_batches(spec: Spec) -> Iterator[Any]:
 
 
 def _numpy_batches(spec: Spec) -> Iterator[dict[str, Any]]:
-    from stoker._bench import BenchOptions
-    from stoker._bench import _pyarrow_batches as numpy_batches
+    from stoker.cli.bench import BenchOptions
+    from stoker.cli.bench import _pyarrow_batches as numpy_batches
 
     options = BenchOptions(source=spec.dataset, columns=spec.columns, batch_size=spec.batch_size)
     return numpy_batches(parquet_files(spec.dataset), options)
@@ -162,7 +162,7 @@ def _torch_batches(spec: Spec) -> Iterator[Batch]:
     become numpy as in `stoker bench` (fixed-size lists as one more dimension)."""
     import pyarrow.parquet as pq
     import torch
-    from stoker._bench import arrow_to_numpy
+    from stoker.cli.bench import arrow_to_numpy
     from torch.utils.data import DataLoader, IterableDataset, get_worker_info
 
     units = [
@@ -379,7 +379,7 @@ def _write_mds_part(part: tuple[str, str, list[str], dict[str, str]]) -> None:
 
 def _numpy_columns(batch: Any) -> dict[str, Any]:
     """A record batch as numpy columns for MDSWriter: fixed-size lists as 2-D arrays, strings
-    as Python str. (No Stoker here to lend stoker._bench.arrow_to_numpy.)"""
+    as Python str. (No Stoker here to lend stoker.cli.bench.arrow_to_numpy.)"""
     import pyarrow as pa
 
     columns = {}

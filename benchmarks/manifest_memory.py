@@ -83,7 +83,7 @@ def main() -> None:
     if args.child:
         child(*args.child)
         return
-    from stoker import _index_cli
+    from stoker.cli import index as _index_cli
 
     print("| row groups | files | manifest B/rg | plan B/rg | RSS B/rg (footers / index) | "
           "peak B/rg (footers / index) | manifest + plan at this size | Loader() s "

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 import stoker
-from stoker import _gen
+from stoker.cli import gen as _gen
 
 SHARES = (0.5, 0.3, 0.2)
 NAMES = ("a", "b", "c")

@@ -35,7 +35,7 @@ def main() -> int:
         return 2
     data = args.data
     if data is None:
-        from stoker import _gen
+        from stoker.cli import gen as _gen
         data = Path(tempfile.mkdtemp(prefix="stoker-pinned-")) / "emb"
         _gen.generate(data, _gen.GenOptions(preset="embeddings", rows=100_000, files=2),
                       progress=False)

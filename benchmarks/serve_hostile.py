@@ -128,7 +128,7 @@ def main() -> int:
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    from stoker import _gen
+    from stoker.cli import gen as _gen
 
     source = Path(tempfile.mkdtemp(prefix="stoker-hostile-")) / "criteo"
     _gen.generate(source, _gen.GenOptions(preset="criteo", rows=args.rows, files=4),

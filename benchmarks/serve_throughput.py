@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import stoker
-from stoker import _gen
+from stoker.cli import gen as _gen
 
 BATCH = 4096
 

@@ -96,7 +96,7 @@ def remote_epoch(stoker: Any, location: str, epoch: int) -> None:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import stoker
-    from stoker import _gen
+    from stoker.cli import gen as _gen
 
     work = Path(tempfile.mkdtemp(prefix="stoker-soak-"))
     source = work / "data"

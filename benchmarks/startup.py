@@ -112,7 +112,7 @@ def run_child(spec: dict) -> dict:
 
 def sweep(fs: pafs.S3FileSystem, server: MotoServer, proxy: FaultProxy, workdir: Path,
           latency_ms: float) -> None:
-    from stoker import _index_cli
+    from stoker.cli import index as _index_cli
 
     total_rows, row_groups = 2_000_000, 4
     print(f"\n{latency_ms:g} ms added per request; {total_rows:,} rows, {row_groups} row "
@@ -151,7 +151,7 @@ def main() -> None:
         return
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
     import stoker
-    from stoker import _index_cli
+    from stoker.cli import index as _index_cli
 
     server = MotoServer()
     proxy = FaultProxy(server.endpoint, latency=args.latency_ms / 1000)

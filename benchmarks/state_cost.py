@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import stoker
-from stoker import _gen
+from stoker.cli import gen as _gen
 
 BATCH_SIZE = 256
 

@@ -29,7 +29,7 @@ def main() -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--batch-size", type=int, default=4096)
     args = parser.parse_args()
-    from stoker import _gen
+    from stoker.cli import gen as _gen
 
     work = Path(tempfile.mkdtemp(prefix="stoker-trace-cost-"))
     _gen.generate(work / "criteo", _gen.GenOptions(preset="criteo", rows=args.rows, files=4),

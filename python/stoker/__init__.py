@@ -9,11 +9,11 @@
 
 import pyarrow  # noqa: F401  (loads the Arrow C++ libraries the engine links against)
 
-from stoker._loader import Loader
-from stoker._mixture import Mixture, Source
-from stoker._mixture_loader import MixtureLoader
-from stoker._remote import RemoteLoader
-from stoker._tables import delta_table, iceberg_table
+from stoker._loading.loader import Loader
+from stoker._loading.mixture import Mixture, Source
+from stoker._loading.mixture_loader import MixtureLoader
+from stoker._loading.tables import delta_table, iceberg_table
+from stoker._remote.remote_loader import RemoteLoader
 
 __all__ = ["Loader", "Mixture", "MixtureLoader", "RemoteLoader", "Source", "delta_table",
            "iceberg_table"]

@@ -16,7 +16,7 @@ from typing import Any
 
 import keras
 
-from stoker import _passes
+from stoker._loading import passes as _passes
 
 __all__ = ["PyDataset"]
 

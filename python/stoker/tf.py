@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 import tensorflow as tf
 
-from stoker import _passes
+from stoker._loading import passes as _passes
 
 __all__ = ["dataset", "element_spec"]
 

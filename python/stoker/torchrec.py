@@ -29,7 +29,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from stoker import _core, _frameworks
+from stoker import _core
+from stoker._options import frameworks as _frameworks
 
 __all__ = ["Features"]
 

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from serve_support import Server
-from stoker import _gen
+from stoker.cli import gen as _gen
 
 ROWS = 20_000
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from cache_job import run as run_here
-from stoker import _gen
+from stoker.cli import gen as _gen
 
 HERE = Path(__file__).resolve().parent
 OPTIONS = {"columns": ["row_id", "label", "I1", "C1", "C2"], "batch_size": 500,

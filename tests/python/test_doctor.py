@@ -14,7 +14,9 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from stoker import _diagnosis, _gen, _procfs
+from stoker.cli import diagnosis as _diagnosis
+from stoker.cli import gen as _gen
+from stoker.cli import procfs as _procfs
 
 CRITEO_DENSE = [f"I{i}" for i in range(1, 14)]
 CRITEO_SPARSE = [f"C{i}" for i in range(1, 27)]

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from stoker import _gen
+from stoker.cli import gen as _gen
 
 LIST_PRESETS = ["multihot", "sequences"]
 

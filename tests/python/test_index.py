@@ -18,7 +18,7 @@ import pyarrow.parquet as pq
 import pytest
 import stoker
 from conftest import assert_same_batches
-from stoker import _gen
+from stoker.cli import gen as _gen
 from stoker.cli import main as cli
 
 KW = {"batch_size": 700, "seed": 3, "shuffle_window": 3000}

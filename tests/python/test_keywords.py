@@ -1,4 +1,4 @@
-"""One definition of the keyword options (stoker._keywords): Loader, MixtureLoader and
+"""One definition of the keyword options (stoker._options.keywords): Loader, MixtureLoader and
 RemoteLoader document every keyword from it, the Loader's and MixtureLoader's defaults are the
 engine's, and the command line's loader flags take their help and defaults from it."""
 
@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 import stoker
-from stoker import _core, _keywords, cli
-from stoker._keywords import KEYWORDS
-from stoker._options import LOADER_DEFAULTS
+from stoker import _core, cli
+from stoker._options import keywords as _keywords
+from stoker._options.convert import LOADER_DEFAULTS
+from stoker._options.keywords import KEYWORDS
 
 CLASSES = [stoker.Loader, stoker.MixtureLoader, stoker.RemoteLoader]
 

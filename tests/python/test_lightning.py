@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import stoker
-from stoker import _state_cli
+from stoker.cli import state as _state_cli
 
 torch = pytest.importorskip("torch")
 lightning = pytest.importorskip("lightning")

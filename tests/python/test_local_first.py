@@ -12,7 +12,7 @@ import pytest
 import stoker
 from conftest import ROWS, assert_same_batches
 from serve_support import COLUMNS, OPTIONS
-from stoker import _split
+from stoker._remote import split as _split
 from stoker.ray._autoscale import AutoscaleOptions, Autoscaler
 
 MOVE_EVERY_BATCH = {"window_batches": 1, "window_seconds": 0.0}

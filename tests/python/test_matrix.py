@@ -126,7 +126,7 @@ def source_and_options(case: Case, lake: Lake) -> tuple[Any, dict[str, Any]]:
 
 class Placement:
     """Makes a case's loaders: local ones, or RemoteLoaders over in-process servers (what
-    `stoker serve` runs: stoker._serve.start) or over a Ray fleet."""
+    `stoker serve` runs: stoker._remote.serve.start) or over a Ray fleet."""
 
     def __init__(self, case: Case, source: Any, options: dict[str, Any]) -> None:
         self.case, self.source, self.options = case, source, options
@@ -135,7 +135,7 @@ class Placement:
         self.fleet: Any = None
         self.locations: list[str] = []
         if case.placement in ("server", "two_servers"):
-            from stoker import _serve
+            from stoker._remote import serve as _serve
 
             for _ in range(1 if case.placement == "server" else 2):
                 _, server = _serve.start(source, serve_options={

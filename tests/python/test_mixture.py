@@ -17,7 +17,8 @@ import pyarrow.parquet as pq
 import pytest
 import stoker
 from conftest import assert_same_batches
-from stoker import _core, _procfs
+from stoker import _core
+from stoker.cli import procfs as _procfs
 
 SIZES = {"a": 6000, "b": 3000, "c": 1500}
 

@@ -14,7 +14,8 @@ import pyarrow.compute as pc
 import pytest
 import stoker
 from conftest import assert_same_batches
-from stoker import _core, _options
+from stoker import _core
+from stoker._options import convert as _options
 
 COLUMNS = ["row_id", "label", "I1", "C1"]
 

@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 import stoker
 from conftest import assert_same_batches
-from stoker import _gen
+from stoker.cli import gen as _gen
 
 RECIPES = Path(__file__).resolve().parents[2] / "docs" / "recipes.md"
 OBJECT_STORE_BYTES = 100 * 1024 * 1024  # per Ray node: small, the batches go over Flight

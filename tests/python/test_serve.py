@@ -19,7 +19,7 @@ import stoker
 from conftest import assert_same_batches
 from pyarrow import flight
 from serve_support import COLUMNS, OPTIONS, Server
-from stoker._remote import ticket
+from stoker._remote.remote_loader import ticket
 
 
 def local(criteo: Path, **kw) -> list:

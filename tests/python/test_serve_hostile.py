@@ -21,7 +21,7 @@ import stoker
 from conftest import assert_same_batches
 from pyarrow import flight
 from serve_support import COLUMNS, OPTIONS, Server, process_usage
-from stoker import _gen
+from stoker.cli import gen as _gen
 
 MiB = 1 << 20
 REFUSED = (flight.FlightError, pa.ArrowException, OSError)

@@ -1,5 +1,5 @@
 """A served mixture (docs/serve.md, "Mixtures"): one or two servers over a stoker.Mixture (what
-`stoker serve --mixture` and a stoker.ray.Fleet of a mixture run: stoker._serve.start) give
+`stoker serve --mixture` and a stoker.ray.Fleet of a mixture run: stoker._remote.serve.start) give
 every rank the batches its local MixtureLoader gives, in training and in padded evaluation
 (two servers splitting a rank's batches pad alike), and resume across local and remote
 loaders both ways, at the same and at another world size."""
@@ -16,7 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 import stoker
 from conftest import assert_same_batches
-from stoker import _serve
+from stoker._remote import serve as _serve
 
 SIZES = {"a": 1201, "b": 603}
 OPTIONS = {"batch_size": 50, "seed": 5, "shuffle_window": 400, "num_threads": 1}
@@ -188,7 +188,7 @@ def test_stoker_serve_takes_a_mixture_spec(mixture, tmp_path):
 
 
 def test_a_mixture_spec_names_what_it_cannot_take(tmp_path):
-    from stoker import _mixture
+    from stoker._loading import mixture as _mixture
 
     with pytest.raises(ValueError, match=r"spec.json: unknown key\(s\) \['weights'\]"):
         _mixture.from_spec({"sources": [], "weights": []}, where="spec.json")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import stoker
 from conftest import assert_same_batches
-from stoker import _state_cli
+from stoker.cli import state as _state_cli
 
 OPTIONS = {"columns": ["row_id", "I1"], "batch_size": 700, "seed": 11, "shuffle_window": 4500}
 EPOCH_BATCHES = 29  # 20,000 rows in batches of 700
@@ -200,7 +200,8 @@ def test_the_elastic_rule_has_one_source() -> None:
     at other world sizes (4 ranks took 1,000 rows each of 10,003, then 3 ranks 500 each: 4,503
     left, 2,251 each for 2 ranks), the same rows a rank's own segments hold, and batches by
     the plan's rule; a bad round or batch size is a clear error, not a wrong count."""
-    from stoker import _core, _state
+    from stoker import _core
+    from stoker._loading import state as _state
 
     rounds = [[4, 1000], [3, 500]]
     assert _state.rows_left(10_003, rounds, 2) == (10_003 - 4000 - 1500) // 2 == 2251

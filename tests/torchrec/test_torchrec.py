@@ -17,7 +17,7 @@ import pyarrow as pa
 import pytest
 import stoker
 import torch
-from stoker import _gen
+from stoker.cli import gen as _gen
 from torchrec.datasets.utils import Batch
 from torchrec.sparse.jagged_tensor import KeyedJaggedTensor
 from torchrec.streamable import Pipelineable

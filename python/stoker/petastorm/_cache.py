@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 from pathlib import Path
 
-from stoker import _cache_cli
+from stoker._loading import cache_dir as _cache_cli
 
 # What the Loader's disk cache keeps in its directory besides its entries (docs/cache.md).
 _LEDGER = "ledger"

@@ -8,7 +8,9 @@ from typing import Any
 import ray
 from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
-from stoker import _mixture, _mixture_loader, _tables
+from stoker._loading import mixture as _mixture
+from stoker._loading import mixture_loader as _mixture_loader
+from stoker._loading import tables as _tables
 from stoker.ray._autoscale import AutoscaleOptions
 from stoker.ray._controller import FleetController
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import ray
 
-from stoker import _serve
+from stoker._remote import serve as _serve
 
 
 class FlightServer:

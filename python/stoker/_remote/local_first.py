@@ -14,12 +14,14 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from stoker import _cursor, _loader, _split
+from stoker._loading import cursor as _cursor
+from stoker._loading import loader as _loader
+from stoker._remote import split as _split
 
 if TYPE_CHECKING:
     from pyarrow import flight
 
-    from stoker._remote import _Servers
+    from stoker._remote.remote_loader import _Servers
 
 
 class ReadAhead:
@@ -134,7 +136,7 @@ class LocalFirstEpoch(_cursor.EpochIterator):
         return got[1] if transform is None else transform(got[1])
 
     def _read_remote(self, k: int, b: int) -> Any:
-        from stoker._remote import _RETRYABLE, _Backoff
+        from stoker._remote.remote_loader import _RETRYABLE, _Backoff
 
         servers = self._servers
         assert servers is not None

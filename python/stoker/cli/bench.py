@@ -1,7 +1,7 @@
 """`stoker bench`: Stoker's loader, shuffled and unshuffled, against plain pyarrow reading of
 the same columns.
 
-Each measurement runs in a fresh child process (`python -m stoker._bench KIND OPTIONS_JSON`)
+Each measurement runs in a fresh child process (`python -m stoker.cli.bench KIND OPTIONS_JSON`)
 that prints its result as one JSON line, so peak resident memory and CPU time belong to one
 reader alone. The pyarrow run reads the files in order with `ParquetFile.iter_batches` and
 converts every column to numpy, without shuffling: the decode floor Stoker is measured against.
@@ -22,9 +22,9 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from stoker._console import Progress, format_bytes, format_count, format_table
-from stoker._inspect import resolve_sources
-from stoker._meter import drain
+from stoker.cli.console import Progress, format_bytes, format_count, format_table
+from stoker.cli.inspect import resolve_sources
+from stoker.cli.meter import drain
 
 __all__ = ["OUTPUTS", "BenchOptions", "arrow_to_numpy", "format_text", "run_bench"]
 
@@ -140,7 +140,7 @@ def _run_child(kind: str, options: BenchOptions) -> dict[str, Any]:
     # The child sees the parent's import path, so it finds the same stoker (source tree,
     # editable or installed) however the parent found it.
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    command = [sys.executable, "-m", "stoker._bench", kind, json.dumps(dataclasses.asdict(options))]
+    command = [sys.executable, "-m", "stoker.cli.bench", kind, json.dumps(dataclasses.asdict(options))]
     done = subprocess.run(command, stdout=subprocess.PIPE, text=True, env=env, check=False)
     if done.returncode != 0:
         raise ChildProcessError(

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from stoker._console import format_count, format_ms
+from stoker.cli.console import format_count, format_ms
 
 # The consumer waited more than this share of the time from the first batch on: data is the
 # bottleneck.

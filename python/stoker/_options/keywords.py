@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stoker import _core
-from stoker._options import LOADER_DEFAULTS
+from stoker._options.convert import LOADER_DEFAULTS
 
 __all__ = ["KEYWORDS", "LOADER_FLAGS", "add_flags", "document", "flag_values"]
 

@@ -14,7 +14,8 @@ from typing import Any, cast
 
 import pyarrow.compute as pc
 
-from stoker import _core, _tables
+from stoker import _core
+from stoker._loading import tables as _tables
 
 # How a weighted mixture's epoch ends (Mixture's ``stop``).
 STOPS = ("first", "all")

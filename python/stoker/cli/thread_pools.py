@@ -8,7 +8,7 @@ import os
 import sys
 from typing import Any
 
-from stoker import _procfs
+from stoker.cli import procfs as _procfs
 
 # Stoker's named threads (src/exec/task_pool.h, src/telemetry/fault_probe.h).
 STOKER_WORKER = "stoker-worker"

@@ -16,9 +16,12 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from stoker import _cpu, _diagnosis, _procfs, _thread_pools
-from stoker._console import format_bytes, format_count, format_ms
-from stoker._meter import drain
+from stoker.cli import cpu as _cpu
+from stoker.cli import diagnosis as _diagnosis
+from stoker.cli import procfs as _procfs
+from stoker.cli import thread_pools as _thread_pools
+from stoker.cli.console import format_bytes, format_count, format_ms
+from stoker.cli.meter import drain
 
 __all__ = ["DEFAULT_SECONDS", "SCHEMA_VERSION", "STEP_MODES", "format_text", "measure"]
 

@@ -15,19 +15,17 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import stoker
-from stoker import (
-    _bench,
-    _cache_cli,
-    _core,
-    _doctor,
-    _gen,
-    _index_cli,
-    _inspect,
-    _keywords,
-    _mixture,
-    _serve,
-    _state_cli,
-)
+from stoker import _core
+from stoker._loading import cache_dir as _cache_cli
+from stoker._loading import mixture as _mixture
+from stoker._options import keywords as _keywords
+from stoker._remote import serve as _serve
+from stoker.cli import bench as _bench
+from stoker.cli import doctor as _doctor
+from stoker.cli import gen as _gen
+from stoker.cli import index as _index_cli
+from stoker.cli import inspect as _inspect
+from stoker.cli import state as _state_cli
 
 __all__ = ["main"]
 

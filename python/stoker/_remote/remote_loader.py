@@ -20,8 +20,12 @@ from typing import TYPE_CHECKING, Any, cast
 import pyarrow as pa
 from pyarrow import flight
 
-from stoker import _core, _cursor, _frameworks, _keywords, _state
+from stoker import _core
 from stoker import torchrec as _torchrec
+from stoker._loading import cursor as _cursor
+from stoker._loading import state as _state
+from stoker._options import frameworks as _frameworks
+from stoker._options import keywords as _keywords
 
 if TYPE_CHECKING:
     from typing import TypedDict, Unpack
@@ -323,7 +327,9 @@ class RemoteLoader(_cursor.EpochLoader):
         """The trainer's own engine for local-first reading: the fleet's source and options
         (a plain list of servers: local={"source": ...} and the servers' options), with
         `local`'s options over them."""
-        from stoker import _loader, _local_first, _split
+        from stoker._loading import loader as _loader
+        from stoker._remote import local_first as _local_first
+        from stoker._remote import split as _split
 
         given = {} if local is True else dict(cast("dict[str, Any]", local))
         if self._fleet is not None:
@@ -368,7 +374,7 @@ class RemoteLoader(_cursor.EpochLoader):
         """Which source serves each batch: `local` chunks (the controller's when None) and
         one per server in each period; chunks of a shuffle window's batches, so that the
         sources mostly read different windows."""
-        from stoker import _split
+        from stoker._remote import split as _split
 
         count = 0 if servers is None else len(servers.servers)
         local = self._split.local if local is None else local
@@ -408,7 +414,7 @@ class RemoteLoader(_cursor.EpochLoader):
 
         stream = self._stream(progress.epoch, progress.rounds)
         if self._local_core is not None:
-            from stoker import _local_first
+            from stoker._remote import local_first as _local_first
 
             return _local_first.LocalFirstEpoch(self, stream, progress,
                                                 -(-rank_rows // batch_size), planned_rows)

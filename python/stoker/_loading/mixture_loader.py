@@ -15,18 +15,16 @@ from typing import Any, cast
 
 import pyarrow as pa
 
-from stoker import (
-    _core,
-    _cuda,
-    _cursor,
-    _frameworks,
-    _jax_device,
-    _keywords,
-    _loader,
-    _mixture,
-    _options,
-    _state,
-)
+from stoker import _core
+from stoker._device import cuda as _cuda
+from stoker._device import jax_device as _jax_device
+from stoker._loading import cursor as _cursor
+from stoker._loading import loader as _loader
+from stoker._loading import mixture as _mixture
+from stoker._loading import state as _state
+from stoker._options import convert as _options
+from stoker._options import frameworks as _frameworks
+from stoker._options import keywords as _keywords
 
 _DEFAULTS = _options.LOADER_DEFAULTS
 

@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stoker._console import format_bytes, format_table
+from stoker.cli.console import format_bytes, format_table
 
 __all__ = ["FileInfo", "Report", "format_text", "inspect_sources", "resolve_sources", "to_json"]
 

@@ -14,7 +14,9 @@ def serve(source: Any, *, host: str, port: int, token_file: str | None,
           stream_idle_timeout_s: int, loader_options: dict[str, Any],
           transforms_file: str | None, metrics_port: int | None = None,
           trace: str | None = None) -> int:
-    from stoker import _core, _mixture, _mixture_loader
+    from stoker import _core
+    from stoker._loading import mixture as _mixture
+    from stoker._loading import mixture_loader as _mixture_loader
 
     token = Path(token_file).read_text().strip() if token_file else ""
     if token_file and not token:
@@ -57,7 +59,10 @@ def start(source: Any, *, serve_options: dict[str, Any],
     stoker.Mixture is served as its MixtureLoader reads it: any rank's positions, the same
     batches."""
     import stoker
-    from stoker import _core, _mixture, _mixture_loader, _options
+    from stoker import _core
+    from stoker._loading import mixture as _mixture
+    from stoker._loading import mixture_loader as _mixture_loader
+    from stoker._options import convert as _options
 
     options = _core.ServeOptions()
     _options.assign(options, serve_options)

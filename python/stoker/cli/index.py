@@ -8,7 +8,8 @@ import json
 import time
 from typing import Any
 
-from stoker import _core, _options
+from stoker import _core
+from stoker._options import convert as _options
 
 
 def write(source: str, *, storage_options: dict[str, Any] | None = None,

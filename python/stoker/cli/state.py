@@ -9,7 +9,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from stoker import _state
+from stoker._loading import state as _state
 
 _STATE_KEYS = ("version", "epoch", "rounds", "dataset_fingerprint")
 

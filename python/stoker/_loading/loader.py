@@ -24,20 +24,18 @@ import pyarrow.compute as pc
 # so live epochs are closed first (atexit runs last-registered first).
 import pyarrow.fs
 
-from stoker import (
-    _core,
-    _cuda,
-    _cursor,
-    _frameworks,
-    _hints,
-    _jax_device,
-    _keywords,
-    _mixture,
-    _options,
-    _state,
-    _tables,
-)
+from stoker import _core
 from stoker import torchrec as _torchrec
+from stoker._device import cuda as _cuda
+from stoker._device import jax_device as _jax_device
+from stoker._loading import cursor as _cursor
+from stoker._loading import mixture as _mixture
+from stoker._loading import state as _state
+from stoker._loading import tables as _tables
+from stoker._options import convert as _options
+from stoker._options import frameworks as _frameworks
+from stoker._options import hints as _hints
+from stoker._options import keywords as _keywords
 
 # Batches the batch_transform thread keeps ready when prefetch is None.
 _TRANSFORMED_AHEAD = 2
@@ -234,7 +232,7 @@ class Loader(_cursor.EpochLoader):
         # A stoker.Mixture is read by a MixtureLoader (docs/mixtures.md), which takes the
         # same keyword options; Python then calls its own __init__, not this class's.
         if isinstance(source, _mixture.Mixture):
-            from stoker._mixture_loader import MixtureLoader
+            from stoker._loading.mixture_loader import MixtureLoader
             return MixtureLoader(source, *args, **kwargs)
         return super().__new__(cls)
 

@@ -19,7 +19,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from stoker._console import Progress, format_bytes, format_count
+from stoker.cli.console import Progress, format_bytes, format_count
 
 __all__ = [
     "COMPRESSIONS",

@@ -8,7 +8,8 @@ import warnings
 import weakref
 from typing import Any
 
-from stoker import _core, _state
+from stoker import _core
+from stoker._loading import state as _state
 
 
 class Progress:
