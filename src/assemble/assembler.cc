@@ -180,11 +180,6 @@ inline void ScatterOne(const uint8_t* rec, int64_t i, ScatterTarget* t) {
   }
 }
 
-// Gathers every staged column at once, record by record: a row's record is a few adjacent
-// cache lines (prefetched kPrefetchRows ahead), scattered into the batch's column buffers.
-// Rows go in tiles and columns in groups, so the output lines being written (a group's
-// columns for a tile's rows) stay in L1 even for schemas of hundreds of columns, while the
-// tile's records stay in L2 across the groups.
 // Prefetches, for writing, the output lines of rows [begin, end) of every non-bool target:
 // a line the scatter writes first must be read from memory before the write completes.
 void PrefetchOutputRows(const std::vector<ScatterTarget>& targets, size_t begin, size_t end) {
@@ -197,6 +192,11 @@ void PrefetchOutputRows(const std::vector<ScatterTarget>& targets, size_t begin,
   }
 }
 
+// Gathers every staged column at once, record by record: a row's record is a few adjacent
+// cache lines (prefetched kPrefetchRows ahead), scattered into the batch's column buffers.
+// Rows go in tiles and columns in groups, so the output lines being written (a group's
+// columns for a tile's rows) stay in L1 even for schemas of hundreds of columns, while the
+// tile's records stay in L2 across the groups.
 void GatherRecords(const RowLayout& layout, const Gather& g,
                    const std::vector<const StagedUnit*>& units,
                    std::vector<ScatterTarget>* targets) {
@@ -258,95 +258,114 @@ arrow::Result<std::vector<ScatterTarget>> MakeTargets(
   return targets;
 }
 
-}  // namespace
-
-arrow::Result<AssembledBatch> Assembler::Assemble(
-    const EpochPlan& plan, int64_t begin, int64_t end,
-    const std::vector<std::shared_ptr<const LoadedWindow>>& windows,
-    const OutputTarget* target) const {
-  ARROW_DCHECK(begin < end && !windows.empty()) << "batch [" << begin << ", " << end << ")";
-  // The units the batch may read, less those skipped (on_error="skip"): window k's i-th unit
-  // is units[flat[window_base[k] + i]], or skipped when that is -1.
+// The units a batch may read, less those skipped (on_error="skip"): window k's i-th unit is
+// units[flat[window_base[k] + i]], or skipped when that is -1.
+struct BatchUnits {
   std::vector<const StagedUnit*> units;
-  std::vector<int32_t> unit_ids;    // each unit's index into layout_.units
+  std::vector<int32_t> unit_ids;    // each unit's index into BatchLayout::units
   std::vector<int64_t> first_rows;  // global index of each unit's first row
   std::vector<int64_t> flat;
   std::vector<size_t> window_base;
+};
+
+BatchUnits UnitsOf(const std::vector<std::shared_ptr<const LoadedWindow>>& windows,
+                   const std::vector<Unit>& plan_units) {
+  BatchUnits out;
   for (const auto& window : windows) {
-    window_base.push_back(flat.size());
+    out.window_base.push_back(out.flat.size());
     for (size_t i = 0; i < window->units.size(); ++i) {
       const StagedUnit& unit = window->units[i];
       if (unit.skipped) {
-        flat.push_back(-1);
+        out.flat.push_back(-1);
         continue;
       }
       ARROW_DCHECK(!unit.columns.empty()) << "window " << window->index << " not loaded";
-      flat.push_back(static_cast<int64_t>(units.size()));
-      units.push_back(&unit);
-      unit_ids.push_back(window->unit_ids[i]);
-      first_rows.push_back((*layout_.units)[window->unit_ids[i]].first_row);
+      out.flat.push_back(static_cast<int64_t>(out.units.size()));
+      out.units.push_back(&unit);
+      out.unit_ids.push_back(window->unit_ids[i]);
+      out.first_rows.push_back(plan_units[window->unit_ids[i]].first_row);
     }
   }
-  Digest rows_digest;
+  return out;
+}
 
+// Where each row of the plan's [begin, end) comes from, into `g` (rows of skipped units
+// left out), with each gathered row's rank-local offset in `offsets` when `with_offsets`
+// (for the plan columns). Returns the hash of the gathered rows' global indices, in order.
+uint64_t LocateRows(const EpochPlan& plan, int64_t begin, int64_t end,
+                    const std::vector<std::shared_ptr<const LoadedWindow>>& windows,
+                    const BatchUnits& units, bool with_offsets, Gather* g,
+                    std::vector<int64_t>* offsets) {
   std::vector<RowSource> sources;
   plan.LocateRange(begin, end, &sources);
-  const PlanColumns& plan_columns = layout_.plan_columns;
-  const bool with_plan_columns = plan_columns.valid_mask || plan_columns.row_origin;
-  Gather g;
-  g.unit.reserve(end - begin);
-  g.row.reserve(end - begin);
-  std::vector<int64_t> offsets;  // rank-local offset of each gathered row, for plan columns
+  g->unit.reserve(end - begin);
+  g->row.reserve(end - begin);
+  Digest rows_digest;
   size_t slot = 0;
   for (size_t i = 0; i < sources.size(); ++i) {
     const RowSource& source = sources[i];
     // Windows only advance along a batch; each scheduled window holds some of its rows.
     while (windows[slot]->index != source.window) ++slot;
     ARROW_DCHECK_LT(slot, windows.size());
-    const int64_t unit = flat[window_base[slot] + source.unit_in_window];
+    const int64_t unit = units.flat[units.window_base[slot] + source.unit_in_window];
     if (unit < 0) continue;  // its unit was skipped: the row is left out
-    g.unit.push_back(static_cast<uint32_t>(unit));
-    g.row.push_back(source.row);
-    if (with_plan_columns) offsets.push_back(begin + static_cast<int64_t>(i));
-    ARROW_DCHECK_LT(source.row, units[unit]->num_rows);
-    rows_digest.Add(static_cast<uint64_t>(first_rows[unit] + source.row));
+    g->unit.push_back(static_cast<uint32_t>(unit));
+    g->row.push_back(source.row);
+    if (with_offsets) offsets->push_back(begin + static_cast<int64_t>(i));
+    ARROW_DCHECK_LT(source.row, units.units[unit]->num_rows);
+    rows_digest.Add(static_cast<uint64_t>(units.first_rows[unit] + source.row));
   }
+  return rows_digest.Fold();
+}
 
-  AssembledBatch out;
-  out.planned_rows = end - begin;
-  out.rows_hash = rows_digest.Fold();
-  const auto& batch_schema = with_plan_columns ? layout_.batch_schema : layout_.output_schema;
-  arrow::MemoryPool* pool = layout_.pool;
-  const auto n = static_cast<int64_t>(g.row.size());
-  if (n == 0) {  // every row's unit was skipped
-    ARROW_ASSIGN_OR_RAISE(out.batch, arrow::RecordBatch::MakeEmpty(batch_schema, pool));
-    return out;
-  }
-  const auto& schema = layout_.output_schema;
-  // The given buffers of output columns; none when rows were left out (they are sized for
-  // the batch's planned rows).
-  static const std::vector<std::shared_ptr<arrow::Buffer>> kNone;
-  const auto& given = target != nullptr && n == end - begin ? target->columns : kNone;
-  auto given_for = [&given](int c) -> const std::shared_ptr<arrow::Buffer>& {
+// The buffers an OutputTarget gives the output columns; none when rows were left out (they
+// are sized for the batch's planned rows).
+class GivenBuffers {
+ public:
+  GivenBuffers(const OutputTarget* target, bool all_rows)
+      : given_(target != nullptr && all_rows ? target->columns : None()) {}
+
+  // Output column c's buffer; null when none is given.
+  const std::shared_ptr<arrow::Buffer>& operator[](int c) const {
     static const std::shared_ptr<arrow::Buffer> kNull;
-    return static_cast<size_t>(c) < given.size() ? given[c] : kNull;
-  };
-  // Staged columns (every unit of a pipeline is staged with one layout, or none is).
-  const RowLayout* layout = units[0]->layout.get();
-  std::vector<ScatterTarget> targets;
-  if (layout != nullptr) {
-    for (const auto* unit : units) ARROW_DCHECK_EQ(unit->layout.get(), layout);
-    std::vector<std::shared_ptr<arrow::Buffer>> staged_given(layout->columns.size());
-    for (int c = 0; c < schema->num_fields(); ++c) {
-      if (layout->staged[c] >= 0) staged_given[layout->staged[c]] = given_for(c);
-    }
-    ARROW_ASSIGN_OR_RAISE(targets, MakeTargets(*layout, n, staged_given, pool));
-    GatherRecords(*layout, g, units, &targets);
+    return static_cast<size_t>(c) < given_.size() ? given_[c] : kNull;
   }
 
-  // The ragged columns, each group's values in one allocation (BatchLayout::list_groups).
-  std::vector<std::shared_ptr<arrow::ArrayData>> grouped(schema->num_fields());
-  for (const std::vector<int>& group : layout_.list_groups) {
+ private:
+  static const std::vector<std::shared_ptr<arrow::Buffer>>& None() {
+    static const std::vector<std::shared_ptr<arrow::Buffer>> kNone;
+    return kNone;
+  }
+
+  const std::vector<std::shared_ptr<arrow::Buffer>>& given_;
+};
+
+// Scatters the staged columns of `units` (every unit of a pipeline is staged with `layout`)
+// into their outputs, one ScatterTarget per staged column.
+arrow::Result<std::vector<ScatterTarget>> ScatterStaged(const RowLayout& layout,
+                                                        const arrow::Schema& schema,
+                                                        const Gather& g,
+                                                        const std::vector<const StagedUnit*>& units,
+                                                        const GivenBuffers& given,
+                                                        arrow::MemoryPool* pool) {
+  for (const auto* unit : units) ARROW_DCHECK_EQ(unit->layout.get(), &layout);
+  std::vector<std::shared_ptr<arrow::Buffer>> staged_given(layout.columns.size());
+  for (int c = 0; c < schema.num_fields(); ++c) {
+    if (layout.staged[c] >= 0) staged_given[layout.staged[c]] = given[c];
+  }
+  ARROW_ASSIGN_OR_RAISE(
+      auto targets, MakeTargets(layout, static_cast<int64_t>(g.row.size()), staged_given, pool));
+  GatherRecords(layout, g, units, &targets);
+  return targets;
+}
+
+// The ragged columns, each group's values in one allocation (BatchLayout::list_groups), into
+// (*grouped)[c]; a column that is not a gatherable list in every unit is left to GatherColumn.
+arrow::Status GatherListGroups(const std::vector<std::vector<int>>& list_groups,
+                               const arrow::Schema& schema, const Gather& g,
+                               const std::vector<const StagedUnit*>& units, arrow::MemoryPool* pool,
+                               std::vector<std::shared_ptr<arrow::ArrayData>>* grouped) {
+  for (const std::vector<int>& group : list_groups) {
     std::vector<int> members;
     std::vector<std::vector<const arrow::ArrayData*>> group_arrays;
     for (int c : group) {
@@ -356,7 +375,7 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
         column[u] = units[u]->columns[c].get();
         gatherable = gatherable && column[u] != nullptr && IsGatherableList(*column[u]);
       }
-      if (!gatherable) continue;  // gathered on its own below
+      if (!gatherable) continue;  // gathered on its own (GatherColumn)
       members.push_back(c);
       group_arrays.push_back(std::move(column));
     }
@@ -364,53 +383,96 @@ arrow::Result<AssembledBatch> Assembler::Assemble(
     auto gathered = GatherListGroup(g.unit, g.row, group_arrays, pool);
     if (!gathered.ok()) {
       std::string names;
-      for (int c : members) names += (names.empty() ? "'" : ", '") + schema->field(c)->name() + "'";
+      for (int c : members) names += (names.empty() ? "'" : ", '") + schema.field(c)->name() + "'";
       return gathered.status().WithMessage("columns ", names, ": ", gathered.status().message(),
                                            "; declare them large_list or use smaller batches");
     }
-    for (size_t k = 0; k < members.size(); ++k) grouped[members[k]] = std::move((*gathered)[k]);
+    for (size_t k = 0; k < members.size(); ++k) (*grouped)[members[k]] = std::move((*gathered)[k]);
   }
+  return arrow::Status::OK();
+}
+
+// Gathers one unstaged column (`arrays`: each unit's data of it): fixed-width without nulls
+// by direct copy (into `given` when it fits), lists of numbers by GatherLists, anything else
+// by Arrow's take kernel.
+arrow::Result<std::shared_ptr<arrow::ArrayData>> GatherColumn(
+    const arrow::Field& field, const Gather& g, const std::vector<const arrow::ArrayData*>& arrays,
+    const std::shared_ptr<arrow::Buffer>& given, arrow::MemoryPool* pool) {
+  bool nulls = false;
+  bool lists = true;
+  for (const arrow::ArrayData* array : arrays) {
+    nulls = nulls || HasNulls(*array);
+    lists = lists && IsGatherableList(*array);
+  }
+  const auto& type = field.type();
+  auto fixed = GetFixedWidthLayout(*type);
+  if (fixed.ok() && !nulls) {
+    return GatherFixedWidth(type, fixed->row_bytes, g, arrays, given, pool);
+  }
+  if (!lists) return GatherGeneric(g, arrays, pool);
+  auto gathered = GatherLists(g.unit, g.row, arrays, pool);
+  if (!gathered.ok()) {
+    return gathered.status().WithMessage("column '", field.name(),
+                                         "': ", gathered.status().message(),
+                                         "; declare it large_list or use smaller batches");
+  }
+  return std::move(*gathered);
+}
+
+}  // namespace
+
+arrow::Result<AssembledBatch> Assembler::Assemble(
+    const EpochPlan& plan, int64_t begin, int64_t end,
+    const std::vector<std::shared_ptr<const LoadedWindow>>& windows,
+    const OutputTarget* target) const {
+  ARROW_DCHECK(begin < end && !windows.empty()) << "batch [" << begin << ", " << end << ")";
+  const BatchUnits batch_units = UnitsOf(windows, *layout_.units);
+  const std::vector<const StagedUnit*>& units = batch_units.units;
+  const PlanColumns& plan_columns = layout_.plan_columns;
+  const bool with_plan_columns = plan_columns.valid_mask || plan_columns.row_origin;
+  Gather g;
+  std::vector<int64_t> offsets;  // rank-local offset of each gathered row, for plan columns
+  AssembledBatch out;
+  out.planned_rows = end - begin;
+  out.rows_hash =
+      LocateRows(plan, begin, end, windows, batch_units, with_plan_columns, &g, &offsets);
+
+  const auto& batch_schema = with_plan_columns ? layout_.batch_schema : layout_.output_schema;
+  arrow::MemoryPool* pool = layout_.pool;
+  const auto n = static_cast<int64_t>(g.row.size());
+  if (n == 0) {  // every row's unit was skipped
+    ARROW_ASSIGN_OR_RAISE(out.batch, arrow::RecordBatch::MakeEmpty(batch_schema, pool));
+    return out;
+  }
+  const auto& schema = layout_.output_schema;
+  const GivenBuffers given(target, n == end - begin);
+  // Staged columns (every unit of a pipeline is staged with one layout, or none is).
+  const RowLayout* layout = units[0]->layout.get();
+  std::vector<ScatterTarget> targets;
+  if (layout != nullptr) {
+    ARROW_ASSIGN_OR_RAISE(targets, ScatterStaged(*layout, *schema, g, units, given, pool));
+  }
+  std::vector<std::shared_ptr<arrow::ArrayData>> grouped(schema->num_fields());
+  ARROW_RETURN_NOT_OK(GatherListGroups(layout_.list_groups, *schema, g, units, pool, &grouped));
 
   arrow::ArrayDataVector columns;
   std::vector<const arrow::ArrayData*> arrays(units.size());
   for (int c = 0; c < schema->num_fields(); ++c) {
-    const auto& type = schema->field(c)->type();
     if (layout != nullptr && layout->staged[c] >= 0) {
-      columns.push_back(FinishTarget(type, n, std::move(targets[layout->staged[c]])));
-      continue;
-    }
-    if (grouped[c] != nullptr) {
+      columns.push_back(
+          FinishTarget(schema->field(c)->type(), n, std::move(targets[layout->staged[c]])));
+    } else if (grouped[c] != nullptr) {
       columns.push_back(std::move(grouped[c]));
-      continue;
-    }
-    bool nulls = false;
-    bool lists = true;
-    for (size_t u = 0; u < units.size(); ++u) {
-      arrays[u] = units[u]->columns[c].get();
-      nulls = nulls || HasNulls(*arrays[u]);
-      lists = lists && IsGatherableList(*arrays[u]);
-    }
-    auto fixed = GetFixedWidthLayout(*type);
-    std::shared_ptr<arrow::ArrayData> column;
-    if (fixed.ok() && !nulls) {
-      ARROW_ASSIGN_OR_RAISE(
-          column, GatherFixedWidth(type, fixed->row_bytes, g, arrays, given_for(c), pool));
-    } else if (lists) {
-      auto gathered = GatherLists(g.unit, g.row, arrays, pool);
-      if (!gathered.ok()) {
-        return gathered.status().WithMessage("column '", schema->field(c)->name(),
-                                             "': ", gathered.status().message(),
-                                             "; declare it large_list or use smaller batches");
-      }
-      column = std::move(*gathered);
     } else {
-      ARROW_ASSIGN_OR_RAISE(column, GatherGeneric(g, arrays, pool));
+      for (size_t u = 0; u < units.size(); ++u) arrays[u] = units[u]->columns[c].get();
+      ARROW_ASSIGN_OR_RAISE(auto column,
+                            GatherColumn(*schema->field(c), g, arrays, given[c], pool));
+      columns.push_back(std::move(column));
     }
-    columns.push_back(std::move(column));
   }
   if (with_plan_columns) {
     std::vector<int32_t> row_units(n);
-    for (int64_t i = 0; i < n; ++i) row_units[i] = unit_ids[g.unit[i]];
+    for (int64_t i = 0; i < n; ++i) row_units[i] = batch_units.unit_ids[g.unit[i]];
     ARROW_ASSIGN_OR_RAISE(auto extra, plan_columns.Make(offsets, plan.real_rows(), row_units, g.row,
                                                         *layout_.units, pool));
     for (auto& array : extra) columns.push_back(array->data());
