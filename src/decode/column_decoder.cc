@@ -130,6 +130,122 @@ arrow::Status CheckCodec(const ColumnCodec& codec, const arrow::Schema& input,
   return arrow::Status::OK();
 }
 
+// Checks what one value decodes to (its dtype, shape and size) against the codec's
+// declaration and the most bytes a value may take.
+arrow::Status CheckValue(const ColumnCodec& codec, const arrow::DataType& value_type,
+                         int64_t max_bytes, const arrow::DataType& type,
+                         const std::vector<int64_t>& shape, int64_t num_bytes) {
+  if (!type.Equals(value_type)) {
+    return arrow::Status::Invalid("decodes to dtype ", type.ToString(), " where ",
+                                  value_type.ToString(), " (", codec.dtype, ") is declared");
+  }
+  if (!ShapeFits(shape, codec.shape)) {
+    return arrow::Status::Invalid("decodes to shape ", ShapeText(shape), " where ",
+                                  ShapeText(codec.shape), " is declared");
+  }
+  if (num_bytes > max_bytes) {
+    return arrow::Status::Invalid("decodes to ", num_bytes, " bytes, more than the ", max_bytes,
+                                  " allowed");
+  }
+  return arrow::Status::OK();
+}
+
+// Decodes one encoded value into `target`; a compressed array's .npy member may hold at
+// most `max_encoded` bytes.
+arrow::Status DecodeValue(ValueCodec codec, std::string_view bytes, int64_t max_encoded,
+                          const ValueTarget& target) {
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  const auto size = static_cast<int64_t>(bytes.size());
+  switch (codec) {
+    case ValueCodec::kNdarray:
+      return DecodeNpyInto(data, size, target);
+    case ValueCodec::kCompressedNdarray: {
+      ARROW_ASSIGN_OR_RAISE(auto npy, ReadZipMember(data, size, kNpzMember, max_encoded));
+      return DecodeNpyInto(npy.data(), static_cast<int64_t>(npy.size()), target);
+    }
+    case ValueCodec::kPng:
+    case ValueCodec::kJpeg:
+      return DecodeImageInto(codec, data, size, target);
+  }
+  return arrow::Status::OK();
+}
+
+// Appends the offsets of one row of `shape` to the list levels: one per dimension, the
+// levels of the dimensions `declared` as -1 (unknown) filled.
+arrow::Status AppendOffsets(const std::vector<int64_t>& declared, const std::vector<int64_t>& shape,
+                            std::vector<arrow::TypedBufferBuilder<int32_t>>* offsets) {
+  int64_t entries = 1;  // elements of the level above, for this row
+  for (size_t d = 0; d < declared.size(); ++d) {
+    if (declared[d] < 0) {
+      auto& level = (*offsets)[d];
+      int32_t last = level.data()[level.length() - 1];
+      for (int64_t e = 0; e < entries; ++e) {
+        if (last > std::numeric_limits<int32_t>::max() - shape[d]) {
+          return arrow::Status::Invalid("the row group's values exceed 2**31 elements");
+        }
+        last += static_cast<int32_t>(shape[d]);
+        ARROW_RETURN_NOT_OK(level.Append(last));
+      }
+    }
+    entries *= shape[d];
+  }
+  return arrow::Status::OK();
+}
+
+// The decoded column when every dimension of `shape` is known: `rows` values of
+// `value_type` (a scalar), else nested fixed-size lists from the innermost level out over
+// `values`; only the outermost level carries the nulls.
+std::shared_ptr<arrow::Array> NestFixedLevels(const std::shared_ptr<arrow::DataType>& value_type,
+                                              const std::vector<int64_t>& shape, int64_t rows,
+                                              std::shared_ptr<arrow::Buffer> values,
+                                              std::shared_ptr<arrow::Buffer> validity,
+                                              int64_t null_count) {
+  if (shape.empty()) {
+    return arrow::MakeArray(arrow::ArrayData::Make(
+        value_type, rows, {std::move(validity), std::move(values)}, null_count));
+  }
+  int64_t length = rows;
+  for (int64_t dim : shape) length *= dim;
+  auto level = arrow::ArrayData::Make(value_type, length, {nullptr, std::move(values)}, 0);
+  auto type = value_type;
+  for (size_t d = shape.size(); d-- > 0;) {
+    length /= shape[d];
+    type = arrow::fixed_size_list(type, static_cast<int32_t>(shape[d]));
+    const bool outermost = d == 0;
+    level = arrow::ArrayData::Make(type, length, {outermost ? validity : nullptr}, {level},
+                                   outermost ? null_count : 0);
+  }
+  return arrow::MakeArray(level);
+}
+
+// The decoded column when a dimension of `shape` is unknown (-1): over the appended
+// `values`, a list level (with its `offsets`) per unknown dimension and a fixed-size list
+// level per known one, from the innermost out; only the outermost carries the nulls.
+arrow::Result<std::shared_ptr<arrow::Array>> NestListLevels(
+    const std::shared_ptr<arrow::DataType>& value_type, const std::vector<int64_t>& shape,
+    std::shared_ptr<arrow::Buffer> values, std::vector<arrow::TypedBufferBuilder<int32_t>>* offsets,
+    std::shared_ptr<arrow::Buffer> validity, int64_t null_count) {
+  const int64_t num_values = values->size() / value_type->byte_width();
+  auto level = arrow::ArrayData::Make(value_type, num_values, {nullptr, std::move(values)}, 0);
+  auto type = value_type;
+  for (size_t d = shape.size(); d-- > 0;) {
+    const bool outermost = d == 0;
+    std::shared_ptr<arrow::Buffer> nulls = outermost ? validity : nullptr;
+    if (shape[d] < 0) {
+      type = arrow::list(type);
+      const int64_t length = (*offsets)[d].length() - 1;
+      ARROW_ASSIGN_OR_RAISE(auto offset_buffer, (*offsets)[d].Finish());
+      level = arrow::ArrayData::Make(type, length, {nulls, offset_buffer}, {level},
+                                     outermost ? null_count : 0);
+    } else {
+      type = arrow::fixed_size_list(type, static_cast<int32_t>(shape[d]));
+      level = arrow::ArrayData::Make(type, level->length / shape[d], {nulls}, {level},
+                                     outermost ? null_count : 0);
+    }
+  }
+  return arrow::MakeArray(level);
+}
+
 }  // namespace
 
 arrow::Result<std::shared_ptr<const ColumnDecoder>> ColumnDecoder::Make(
@@ -191,34 +307,13 @@ arrow::Result<std::shared_ptr<arrow::Array>> ColumnDecoder::DecodeColumn(
     const Column& column, const arrow::Array& encoded, arrow::MemoryPool* pool) const {
   const ColumnCodec& codec = column.codec;
   const int64_t rows = encoded.length();
-  const int width = column.value_type->byte_width();
   const bool known = column.elements >= 0;
-  const int64_t row_bytes = known ? column.elements * width : 0;
+  const int64_t row_bytes = known ? column.elements * column.value_type->byte_width() : 0;
   const int64_t max_bytes = known ? row_bytes : kMaxValueBytes;
-
-  int64_t row = 0;
-  auto check = [&](const arrow::DataType& type, const std::vector<int64_t>& shape,
-                   int64_t num_bytes) -> arrow::Status {
-    if (!type.Equals(*column.value_type)) {
-      return arrow::Status::Invalid("decodes to dtype ", type.ToString(), " where ",
-                                    column.value_type->ToString(), " (", codec.dtype,
-                                    ") is declared");
-    }
-    if (!ShapeFits(shape, codec.shape)) {
-      return arrow::Status::Invalid("decodes to shape ", ShapeText(shape), " where ",
-                                    ShapeText(codec.shape), " is declared");
-    }
-    if (num_bytes > max_bytes) {
-      return arrow::Status::Invalid("decodes to ", num_bytes, " bytes, more than the ", max_bytes,
-                                    " allowed");
-    }
-    return arrow::Status::OK();
-  };
 
   // Every dimension known: rows of row_bytes, in place. Otherwise values are appended and
   // each dimension of unknown size becomes a list level whose offsets record each row's size
   // there, so every row keeps its own shape.
-  const size_t dims = codec.shape.size();
   std::shared_ptr<arrow::Buffer> fixed;
   arrow::BufferBuilder values(pool);
   std::vector<arrow::TypedBufferBuilder<int32_t>> offsets;
@@ -227,14 +322,15 @@ arrow::Result<std::shared_ptr<arrow::Array>> ColumnDecoder::DecodeColumn(
     ARROW_ASSIGN_OR_RAISE(fixed, arrow::AllocateBuffer(rows * row_bytes, pool));
     if (fixed->size() > 0) std::memset(fixed->mutable_data(), 0, fixed->size());
   } else {
-    for (size_t d = 0; d < dims; ++d) {
+    for (size_t d = 0; d < codec.shape.size(); ++d) {
       offsets.emplace_back(pool);
       ARROW_RETURN_NOT_OK(offsets.back().Append(0));
     }
   }
+  int64_t row = 0;
   const ValueTarget target = [&](const arrow::DataType& type, const std::vector<int64_t>& shape,
                                  int64_t num_bytes) -> arrow::Result<uint8_t*> {
-    ARROW_RETURN_NOT_OK(check(type, shape, num_bytes));
+    ARROW_RETURN_NOT_OK(CheckValue(codec, *column.value_type, max_bytes, type, shape, num_bytes));
     if (known) return fixed->mutable_data() + row * row_bytes;
     decoded_shape = shape;
     ARROW_RETURN_NOT_OK(values.Reserve(num_bytes));
@@ -242,99 +338,31 @@ arrow::Result<std::shared_ptr<arrow::Array>> ColumnDecoder::DecodeColumn(
     values.UnsafeAdvance(num_bytes);
     return out;
   };
-  // Appends the offsets of one row of `shape` to the list levels.
-  auto append_offsets = [&](const std::vector<int64_t>& shape) -> arrow::Status {
-    int64_t entries = 1;  // elements of the level above, for this row
-    for (size_t d = 0; d < dims; ++d) {
-      if (codec.shape[d] < 0) {
-        auto& level = offsets[d];
-        int32_t last = level.data()[level.length() - 1];
-        for (int64_t e = 0; e < entries; ++e) {
-          if (last > std::numeric_limits<int32_t>::max() - shape[d]) {
-            return arrow::Status::Invalid("the row group's values exceed 2**31 elements");
-          }
-          last += static_cast<int32_t>(shape[d]);
-          ARROW_RETURN_NOT_OK(level.Append(last));
-        }
-      }
-      entries *= shape[d];
-    }
-    return arrow::Status::OK();
-  };
 
   const int64_t max_encoded =
       codec.codec == ValueCodec::kCompressedNdarray ? max_bytes + kNpyHeaderSlack : 0;
   for (row = 0; row < rows; ++row) {
     if (!encoded.IsNull(row)) {
-      const std::string_view bytes = ValueView(encoded, row);
-      const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
-      const auto size = static_cast<int64_t>(bytes.size());
-      arrow::Status status;
-      switch (codec.codec) {
-        case ValueCodec::kNdarray:
-          status = DecodeNpyInto(data, size, target);
-          break;
-        case ValueCodec::kCompressedNdarray: {
-          auto npy = ReadZipMember(data, size, kNpzMember, max_encoded);
-          status = npy.ok() ? DecodeNpyInto(npy->data(), static_cast<int64_t>(npy->size()), target)
-                            : npy.status();
-          break;
-        }
-        case ValueCodec::kPng:
-        case ValueCodec::kJpeg:
-          status = DecodeImageInto(codec.codec, data, size, target);
-          break;
-      }
+      const arrow::Status status =
+          DecodeValue(codec.codec, ValueView(encoded, row), max_encoded, target);
       if (!status.ok()) return WithContext(status, "row " + std::to_string(row));
     } else if (!known) {
       // A null row: the declared sizes, 0 for the unknown ones (no values).
       decoded_shape = codec.shape;
       for (int64_t& dim : decoded_shape) dim = std::max<int64_t>(dim, 0);
     }
-    if (!known) ARROW_RETURN_NOT_OK(append_offsets(decoded_shape));
+    if (!known) ARROW_RETURN_NOT_OK(AppendOffsets(codec.shape, decoded_shape, &offsets));
   }
 
   ARROW_ASSIGN_OR_RAISE(auto validity, CopyValidity(encoded, pool));
   const int64_t null_count = encoded.null_count();
-  if (!known) {
-    ARROW_ASSIGN_OR_RAISE(auto value_buffer, values.Finish());
-    auto level = arrow::ArrayData::Make(column.value_type, value_buffer->size() / width,
-                                        {nullptr, value_buffer}, 0);
-    auto type = column.value_type;
-    for (size_t d = dims; d-- > 0;) {
-      const bool outermost = d == 0;
-      std::shared_ptr<arrow::Buffer> nulls = outermost ? validity : nullptr;
-      if (codec.shape[d] < 0) {
-        type = arrow::list(type);
-        const int64_t length = offsets[d].length() - 1;
-        ARROW_ASSIGN_OR_RAISE(auto offset_buffer, offsets[d].Finish());
-        level = arrow::ArrayData::Make(type, length, {nulls, offset_buffer}, {level},
-                                       outermost ? null_count : 0);
-      } else {
-        type = arrow::fixed_size_list(type, static_cast<int32_t>(codec.shape[d]));
-        level = arrow::ArrayData::Make(type, level->length / codec.shape[d], {nulls}, {level},
-                                       outermost ? null_count : 0);
-      }
-    }
-    return arrow::MakeArray(level);
+  if (known) {
+    return NestFixedLevels(column.value_type, codec.shape, rows, std::move(fixed),
+                           std::move(validity), null_count);
   }
-  if (codec.shape.empty()) {
-    return arrow::MakeArray(
-        arrow::ArrayData::Make(column.value_type, rows, {validity, fixed}, null_count));
-  }
-  // Nested fixed-size lists from the innermost level out; only the outermost carries nulls.
-  auto level =
-      arrow::ArrayData::Make(column.value_type, rows * column.elements, {nullptr, fixed}, 0);
-  int64_t length = rows * column.elements;
-  auto type = column.value_type;
-  for (size_t d = codec.shape.size(); d-- > 0;) {
-    length /= codec.shape[d];
-    type = arrow::fixed_size_list(type, static_cast<int32_t>(codec.shape[d]));
-    const bool outermost = d == 0;
-    level = arrow::ArrayData::Make(type, length, {outermost ? validity : nullptr}, {level},
-                                   outermost ? null_count : 0);
-  }
-  return arrow::MakeArray(level);
+  ARROW_ASSIGN_OR_RAISE(auto value_buffer, values.Finish());
+  return NestListLevels(column.value_type, codec.shape, std::move(value_buffer), &offsets,
+                        std::move(validity), null_count);
 }
 
 }  // namespace stoker
