@@ -24,10 +24,14 @@ def _target(name: str):
 
 
 def _inputs(kind: str) -> list[tuple[str, bytes]]:
-    kept = sorted((FUZZ / "regressions" / kind).glob("*"))
+    """The kept inputs of `kind`, which must be there (a folder moved or emptied would
+    otherwise leave only the random ones to pass), then the random ones."""
+    folder = FUZZ / "regressions" / kind
+    kept = sorted(path for path in folder.glob("*") if path.name != "README.md")
+    assert kept, f"no kept inputs in {folder} (the folder is missing or empty)"
     rng = random.Random(17)
     fresh = [(f"random-{i}", rng.randbytes(rng.randrange(1, 200))) for i in range(40)]
-    return [(path.name, path.read_bytes()) for path in kept if path.name != "README.md"] + fresh
+    return [(path.name, path.read_bytes()) for path in kept] + fresh
 
 
 @pytest.mark.parametrize("kind", TARGETS)
