@@ -286,7 +286,7 @@ def test_error_budget_options_are_checked(mixed: tuple[Path, Path], options: dic
 
 # Strings that are not valid UTF-8. Parquet decoders pass a string column's bytes through as
 # the file holds them (pyarrow's reader too), which would hand consumers Arrow arrays that fail
-# ValidateFull; Stoker checks every value of a decoded unit (src/exec/value_check.h).
+# ValidateFull; Stoker checks every value of a decoded unit (src/decode/value_check.h).
 BAD_UTF8 = b"caf\xc3"  # a two-byte sequence cut short
 
 
