@@ -308,6 +308,36 @@ arrow::Result<std::vector<bool>> PruneByPartitions(
   return keep;
 }
 
+// The files `keep` marks (flat over the sources' files), taken out of `resolved`, with
+// the dataset index each came from (null for a listed file) and, when the dataset has
+// partition columns, its values, taken out of `partitions`.
+struct KeptFiles {
+  std::vector<SourceFile> sources;
+  std::vector<std::shared_ptr<const std::string>> trusted_indexes;  // parallel to sources
+  std::vector<arrow::ScalarVector> partition_values;
+};
+
+KeptFiles KeepFiles(std::vector<ResolvedSource>* resolved, const std::vector<bool>& keep,
+                    FilePartitions* partitions) {
+  KeptFiles kept;
+  size_t flat = 0;
+  for (auto& source : *resolved) {
+    auto trusted =
+        source.listed ? nullptr : std::make_shared<const std::string>(source.summary.display);
+    for (auto& file : source.files) {
+      if (keep[flat]) {
+        kept.sources.push_back(std::move(file));
+        kept.trusted_indexes.push_back(trusted);
+        if (!partitions->empty()) {
+          kept.partition_values.push_back(std::move(partitions->values[flat]));
+        }
+      }
+      ++flat;
+    }
+  }
+  return kept;
+}
+
 }  // namespace
 
 arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
@@ -335,22 +365,8 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
   // Not one file could be read: there is no schema, nothing to skip to.
   if (footers.empty()) return unreadable.front().error;
   if (stats != nullptr) stats->AddMetadataTime(Stats::Clock::now() - started);
-  std::vector<SourceFile> sources;
-  std::vector<std::shared_ptr<const std::string>> trusted_indexes;  // parallel to sources
-  std::vector<arrow::ScalarVector> partition_values;
-  size_t flat = 0;
-  for (auto& source : resolved) {
-    auto trusted =
-        source.listed ? nullptr : std::make_shared<const std::string>(source.summary.display);
-    for (auto& file : source.files) {
-      if (keep[flat]) {
-        sources.push_back(std::move(file));
-        trusted_indexes.push_back(trusted);
-        if (!partitions.empty()) partition_values.push_back(std::move(partitions.values[flat]));
-      }
-      ++flat;
-    }
-  }
+  KeptFiles kept = KeepFiles(&resolved, keep, &partitions);
+  const std::vector<SourceFile>& sources = kept.sources;
   // Each source resolves to at least one file or fails, and pruning keeps one.
   ARROW_DCHECK(!sources.empty());
   // Held apart: the footers are dropped one by one below.
@@ -370,50 +386,15 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
   for (size_t i = 0; i < sources.size(); ++i) {
     ARROW_ASSIGN_OR_RAISE(auto file, DescribeFile(sources[i], footers[i], first, first_path, fields,
                                                   manifest->partition_field_, columns.empty()));
-    // What the file adds, to be taken back if its footer does not decode and it is skipped.
-    const auto index = static_cast<int32_t>(manifest->files_.size());
-    const size_t units_before = manifest->units_.size();
-    const int64_t rows_before = manifest->num_rows_;
-    const Digest fingerprint_before = fingerprint;
-    std::vector<ColumnNullCounts> nulls_before;
-    if (skip_unreadable) nulls_before = manifest->null_counts_;
-    if (!partitions.empty()) {
-      // Datasets without partition columns keep the fingerprints they always had.
-      for (const auto& value : partition_values[i]) fingerprint.Add(value->ToString());
-      file.partition_values = std::move(partition_values[i]);
-    }
-    file.trusted_index = std::move(trusted_indexes[i]);
+    file.trusted_index = std::move(kept.trusted_indexes[i]);
     if (file.trusted_index != nullptr && manifest->identity_check_ == nullptr) {
       manifest->identity_check_ = std::make_unique<IdentityCheck>(sources.size());
     }
-    // Column metadata is decoded lazily and may throw (encrypted columns, corrupt footers).
-    arrow::Status decoded = WithContext(
-        CatchAll([&]() -> arrow::Status {
-          BEGIN_PARQUET_CATCH_EXCEPTIONS
-          ARROW_ASSIGN_OR_RAISE(auto metadata, DecodeFooter(footers[i].bytes.Serialized()));
-          if (!footers[i].skimmed_rows.empty()) {
-            ARROW_RETURN_NOT_OK(CheckCut(*metadata, footers[i].skimmed_rows));
-          }
-          ARROW_RETURN_NOT_OK(AddUnits(index, file, *metadata, &manifest->units_,
-                                       &manifest->num_rows_, &fingerprint));
-          NoteNullCounts(index, file, *metadata, &manifest->null_counts_);
-          ARROW_RETURN_NOT_OK(TakeChecksums(*metadata, &footers[i], &file));
-          file.footer = std::move(footers[i].bytes);
-          return arrow::Status::OK();
-          END_PARQUET_CATCH_EXCEPTIONS
-        }),
-        "'" + file.source.display + "' could not be read as Parquet");
+    arrow::ScalarVector values;
+    if (!partitions.empty()) values = std::move(kept.partition_values[i]);
+    ARROW_RETURN_NOT_OK(manifest->AddFile(std::move(file), std::move(values), &footers[i],
+                                          &fingerprint, skip_unreadable ? &unreadable : nullptr));
     footers[i] = Footer();  // the decoded form is dropped file by file
-    if (!decoded.ok()) {
-      if (!skip_unreadable) return decoded;
-      manifest->units_.resize(units_before);
-      manifest->num_rows_ = rows_before;
-      fingerprint = fingerprint_before;
-      manifest->null_counts_ = std::move(nulls_before);
-      unreadable.push_back({file.source.display, std::move(decoded)});
-      continue;
-    }
-    manifest->files_.push_back(std::move(file));
   }
   if (manifest->files_.empty()) return unreadable.front().error;
   std::sort(unreadable.begin(), unreadable.end(),
@@ -429,6 +410,48 @@ arrow::Result<std::shared_ptr<Manifest>> Manifest::Make(
   // return it too (a dataset index's bytes stay: the footers are cut from them).
   arrow::default_memory_pool()->ReleaseUnused();
   return manifest;
+}
+
+arrow::Status Manifest::AddFile(ManifestFile file, arrow::ScalarVector partition_values,
+                                Footer* footer, Digest* fingerprint,
+                                std::vector<UnreadableFile>* unreadable) {
+  // What the file adds, to be taken back if its footer does not decode and it is skipped.
+  const auto index = static_cast<int32_t>(files_.size());
+  const size_t units_before = units_.size();
+  const int64_t rows_before = num_rows_;
+  const Digest fingerprint_before = *fingerprint;
+  std::vector<ColumnNullCounts> nulls_before;
+  if (unreadable != nullptr) nulls_before = null_counts_;
+  // Datasets without partition columns keep the fingerprints they always had.
+  for (const auto& value : partition_values) fingerprint->Add(value->ToString());
+  file.partition_values = std::move(partition_values);
+  // Column metadata is decoded lazily and may throw (encrypted columns, corrupt footers).
+  arrow::Status decoded = WithContext(
+      CatchAll([&]() -> arrow::Status {
+        BEGIN_PARQUET_CATCH_EXCEPTIONS
+        ARROW_ASSIGN_OR_RAISE(auto metadata, DecodeFooter(footer->bytes.Serialized()));
+        if (!footer->skimmed_rows.empty()) {
+          ARROW_RETURN_NOT_OK(CheckCut(*metadata, footer->skimmed_rows));
+        }
+        ARROW_RETURN_NOT_OK(AddUnits(index, file, *metadata, &units_, &num_rows_, fingerprint));
+        NoteNullCounts(index, file, *metadata, &null_counts_);
+        ARROW_RETURN_NOT_OK(TakeChecksums(*metadata, footer, &file));
+        file.footer = std::move(footer->bytes);
+        return arrow::Status::OK();
+        END_PARQUET_CATCH_EXCEPTIONS
+      }),
+      "'" + file.source.display + "' could not be read as Parquet");
+  if (!decoded.ok()) {
+    if (unreadable == nullptr) return decoded;
+    units_.resize(units_before);
+    num_rows_ = rows_before;
+    *fingerprint = fingerprint_before;
+    null_counts_ = std::move(nulls_before);
+    unreadable->push_back({file.source.display, std::move(decoded)});
+    return arrow::Status::OK();
+  }
+  files_.push_back(std::move(file));
+  return arrow::Status::OK();
 }
 
 int64_t Manifest::HeldBytes() const {

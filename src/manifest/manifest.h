@@ -22,6 +22,9 @@
 
 namespace stoker {
 
+class Digest;
+struct Footer;
+
 /// A Parquet file of the dataset with its footer, read once.
 /// A file a manifest left out because its footer could not be read or decoded (a manifest
 /// made with skip_unreadable: on_error="skip").
@@ -154,6 +157,13 @@ class Manifest {
   int64_t HeldBytes() const;
 
  private:
+  /// Adds `file` with its `partition_values` and `footer` (whose bytes it takes): its units,
+  /// null counts and checksums, and its rows and partition values in `fingerprint`. A footer
+  /// that does not decode is an error, or with `unreadable` listed there, everything it
+  /// added taken back.
+  arrow::Status AddFile(ManifestFile file, arrow::ScalarVector partition_values, Footer* footer,
+                        Digest* fingerprint, std::vector<UnreadableFile>* unreadable);
+
   std::vector<ManifestFile> files_;
   std::vector<UnreadableFile> unreadable_files_;
   std::vector<Unit> units_;
