@@ -18,8 +18,8 @@ import pytest
 import stoker
 from conftest import assert_same_batches
 from pyarrow import flight
-from serve_support import COLUMNS, OPTIONS, Server
 from stoker._remote.remote_loader import ticket
+from stoker_devtools.serve import COLUMNS, OPTIONS, Server
 
 
 def local(criteo: Path, **kw) -> list:

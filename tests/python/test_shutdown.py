@@ -22,7 +22,7 @@ TIMEOUT = 60  # seconds a case may take; a hang fails the test instead of the su
 PRELUDE = """
 import gc, os, sys, threading, time
 import stoker
-from stoker import _procfs
+from stoker.cli import procfs as _procfs
 
 def threads():
     workers = sum(name == "stoker-worker" for name in _procfs.thread_names().values())

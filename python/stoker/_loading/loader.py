@@ -1,228 +1,35 @@
 """The public Loader: keyword-only options mirrored onto the C++ engine's LoaderOptions
-(converted in _options.py), epochs read by the engine and counted by the shared cursor."""
+(converted in _options/convert.py), the engine opened (engine.py), epochs read by it
+(epoch.py) and counted by the shared cursor (cursor.py)."""
 
 from __future__ import annotations
 
-import atexit
 import inspect
 import json
 import logging
 import os
-import queue
-import threading
 import warnings
-import weakref
 from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-# Imported for its exit hook: pyarrow.fs registers Arrow's S3 finalization with atexit. The
-# engine's S3 clients live in the same libarrow, and a process that read s3:// without it
-# could crash at exit (AWS SDK teardown after its clients). Imported before the hook below,
-# so live epochs are closed first (atexit runs last-registered first).
-import pyarrow.fs
-
 from stoker import _core
 from stoker import torchrec as _torchrec
 from stoker._device import cuda as _cuda
 from stoker._device import jax_device as _jax_device
 from stoker._loading import cursor as _cursor
+from stoker._loading import engine as _engine
+from stoker._loading import epoch as _epoch
 from stoker._loading import mixture as _mixture
-from stoker._loading import state as _state
 from stoker._loading import tables as _tables
 from stoker._options import convert as _options
-from stoker._options import frameworks as _frameworks
-from stoker._options import hints as _hints
 from stoker._options import keywords as _keywords
 
-# Batches the batch_transform thread keeps ready when prefetch is None.
-_TRANSFORMED_AHEAD = 2
 _DEFAULTS = _options.LOADER_DEFAULTS
-
-# Epochs still running; closed at interpreter exit so no worker outlives the interpreter.
-_live_epochs: weakref.WeakSet[_EpochIterator] = weakref.WeakSet()
 # Warnings the loader logs (a row group skipped under on_error="skip"), under "stoker".
 _log = logging.getLogger("stoker")
-
-
-@atexit.register
-def _close_live_epochs() -> None:
-    for epoch in list(_live_epochs):
-        epoch.close()
-
-
-class _CapsuleSchema:
-    """Hands an Arrow C data interface schema capsule to pyarrow."""
-
-    def __init__(self, capsule: Any) -> None:
-        self._capsule = capsule
-
-    def __arrow_c_schema__(self) -> Any:
-        return self._capsule
-
-
-class _CapsuleBatch:
-    """Hands Arrow C data interface (schema, array) capsules to pyarrow."""
-
-    def __init__(self, capsules: tuple[Any, Any]) -> None:
-        self._capsules = capsules
-
-    def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]:
-        return self._capsules
-
-
-class _EngineReader:
-    """Takes one epoch's batches from the engine, counting the planned rows each stands for
-    (what the state counts: the batch's rows plus those of units skipped under
-    on_error="skip")."""
-
-    def __init__(self, epoch: Any, output: str,
-                 on_short: Callable[[], None] | None = None, torchrec: Any = None) -> None:
-        self.epoch, self.output = epoch, output
-        # output="torchrec": the stoker.torchrec.Maker of its batches from the engine's parts.
-        self.torchrec = torchrec
-        if torchrec is not None:
-            epoch.use_kjt(torchrec.spec)
-        self.planned = 0  # planned rows of the batches taken from the engine so far
-        # Called when a batch holds fewer rows than planned (a unit was skipped).
-        self.on_short = on_short
-
-    def next(self, stop: threading.Event | None = None) -> tuple[int, Any] | None:
-        """The next batch as (planned rows, batch); None at the end (or once `stop` is set)."""
-        while not self.epoch.wait_ready():  # the GIL is free while it waits; Ctrl-C between
-            if stop is not None and stop.is_set():
-                return None
-        batch = self.epoch.next()
-        if batch is None:
-            return None
-        planned = self.epoch.planned_rows()
-        rows, self.planned = planned - self.planned, planned
-        if self.output == "arrow":
-            batch = pa.record_batch(_CapsuleBatch(batch))
-        elif self.torchrec is not None:
-            batch = self.torchrec(batch)
-        if self.on_short is not None and _num_rows(batch) < rows:
-            self.on_short()
-        return rows, batch
-
-
-def _num_rows(batch: Any) -> int:
-    """Rows of an engine batch: a RecordBatch, or a dict of arrays with rows first."""
-    if isinstance(batch, pa.RecordBatch):
-        return batch.num_rows
-    if not isinstance(batch, dict):  # a TorchRec Batch
-        return batch.sparse_features.stride()
-    return len(next(iter(batch.values())))
-
-
-class _TransformPump:
-    """The batch_transform thread's work: engine batches, transformed, into a bounded queue.
-    It holds no reference to the iterator, so an abandoned iterator is collected (and closes
-    the epoch) even while this thread waits on a full queue."""
-
-    def __init__(self, reader: _EngineReader, transform: Callable[[Any], Any],
-                 prefetch: int) -> None:
-        self.reader, self.transform = reader, transform
-        self.queue: queue.Queue = queue.Queue(maxsize=prefetch)  # bound: prefetch batches
-        self.stop = threading.Event()
-
-    def run(self) -> None:
-        try:
-            while not self.stop.is_set():
-                item = self.reader.next(self.stop)
-                if item is not None:
-                    item = (item[0], self.transform(item[1]))
-                if not self._put(("ok", item)) or item is None:
-                    return
-        except BaseException as error:  # noqa: BLE001 (handed to the consumer, raised there)
-            self._put(("error", error))
-
-    def _put(self, entry: tuple[str, Any]) -> bool:
-        """Queues `entry` unless stopped first; True if queued."""
-        while not self.stop.is_set():
-            try:
-                self.queue.put(entry, timeout=0.1)
-                return True
-            except queue.Full:
-                continue
-        return False
-
-
-class _EpochIterator(_cursor.EpochIterator):
-    """Iterates one epoch of the engine; closing it (or dropping it) stops the workers.
-
-    With a batch_transform, a background thread pulls batches from the engine and applies
-    it, at most `prefetch` batches ahead, so the training thread only dequeues.
-
-    After a fork, an epoch started in the parent cannot be read in the child (its threads
-    are the parent's): reading it raises RuntimeError; closing it there frees nothing of the
-    parent's."""
-
-    def __init__(self, epoch: Any, output: str, progress: _cursor.Progress,
-                 batch_transform: Callable[[Any], Any] | None, prefetch: int,
-                 on_close: Callable[[], None] | None = None, device: Any = None,
-                 device_prefetch: int = 2, on_short: Callable[[], None] | None = None,
-                 torchrec: Any = None) -> None:
-        super().__init__(progress, epoch.num_batches())
-        self._epoch = epoch
-        self._on_close = on_close
-        self._reader = _EngineReader(epoch, output, on_short, torchrec)
-        self._pid = os.getpid()
-        self._pump: _TransformPump | None = None
-        if batch_transform is not None:
-            self._pump = _TransformPump(self._reader, batch_transform, prefetch)
-            self._thread = threading.Thread(target=self._pump.run,
-                                            name="stoker-batch-transform", daemon=True)
-            self._thread.start()
-        self._device_stage: Any = None
-        # Copies to the device ahead of the consumer, counted when taken.
-        if device is not None and output == "jax":
-            self._device_stage = _jax_device.DeviceStage(self._host_pull, device,
-                                                         device_prefetch)
-        elif device is not None:
-            self._device_stage = _cuda.DeviceStage(self._host_pull, device, device_prefetch)
-        _live_epochs.add(self)
-
-    def _pull(self) -> tuple[int, Any] | None:
-        if os.getpid() != self._pid:
-            raise RuntimeError(
-                f"this epoch was started in process {self._pid} and read after a fork in "
-                f"process {os.getpid()}: its worker threads exist only in the parent. Start a "
-                f"new iter(loader) in the child (or create the Loader there)")
-        if self._device_stage is not None:
-            return self._device_stage.pull()
-        return self._host_pull()
-
-    def _host_pull(self) -> tuple[int, Any] | None:
-        if self._pump is None:
-            return self._reader.next()
-        kind, item = self._pump.queue.get()
-        if kind == "error":
-            self.close()
-            raise item
-        return item
-
-    def _release(self) -> None:
-        self._device_stage = None  # the batches in flight to the device
-        epoch, self._epoch = self._epoch, None
-        pump, self._pump = self._pump, None
-        if pump is not None:
-            pump.stop.set()
-            if self._thread is not threading.current_thread():
-                while self._thread.is_alive():  # unblock a full queue, then let it see stop
-                    try:
-                        pump.queue.get(timeout=0.05)
-                    except queue.Empty:
-                        pass
-        if epoch is not None:
-            epoch.close()
-            if self._on_close is not None and os.getpid() == self._pid:
-                self._on_close()
-
-    def __del__(self) -> None:
-        self.close()
 
 
 class Loader(_cursor.EpochLoader):
@@ -280,7 +87,7 @@ class Loader(_cursor.EpochLoader):
         # The keyword arguments are named after LoaderOptions' fields and go there by name.
         options = _options.loader_options(
             [] if isinstance(source, _tables.Table) else source, storage_options, locals())
-        _check_python_options(output, batch_transform)
+        _epoch.check_python_options(output, batch_transform)
         if output == "jax":  # JAX's default device unless device= says (_jax_device.py)
             self._device = _jax_device.target(device)
         else:
@@ -290,19 +97,13 @@ class Loader(_cursor.EpochLoader):
             raise ValueError(f"device_prefetch must be >= 1, got {device_prefetch}")
         self._device_prefetch = device_prefetch
         self._output, self._batch_transform = output, batch_transform
-        self._transformed_ahead = prefetch or _TRANSFORMED_AHEAD
+        self._transformed_ahead = prefetch or _epoch.TRANSFORMED_AHEAD
         self._max_bad = (options.max_bad_units, options.max_bad_fraction)
         self._trace = None if trace is None else os.fspath(trace)
         self._skipped_logged = 0  # skipped units logged so far (stats()["skipped_units"])
         self._table = source if isinstance(source, _tables.Table) else None
         self._storage_options = storage_options
-        try:
-            self._open_engine(options)
-        except (KeyError, TypeError) as error:
-            hinted = _hints.with_hint(error, source, partitioning)
-            if hinted is error:
-                raise
-            raise hinted from error
+        self._open_engine(options, source=source, partitioning=partitioning)
         self._torchrec = None if features is None else _torchrec.Maker(
             features.check(self._schema))
         if on_error == "skip":
@@ -314,31 +115,16 @@ class Loader(_cursor.EpochLoader):
                 f"the row count, or drop_last with fewer rows than batch_size={batch_size})",
                 stacklevel=2)
 
-    def _open_engine(self, options: Any, table: _tables.Table | None = None) -> None:
+    def _open_engine(self, options: Any, table: _tables.Table | None = None,
+                     **hinted: Any) -> None:
         """Builds the engine from `options`; for a table source, at the snapshot of `table`
         (None: the source as given), whose pin goes into the state."""
-        pin = None
-        table = table or self._table
-        if table is not None:
-            snapshot = table.snapshot(self._storage_options)
-            snapshot.apply(options)
-            pin = snapshot.pin
-        try:
-            self._core = _core.Loader(options, self._output)  # validates, reads every footer
-        except FileNotFoundError as error:
-            if pin is None:
-                raise
-            raise FileNotFoundError(f"{_tables.pinned_name(pin)}: a file of that snapshot is "
-                                    f"gone (vacuumed or expired?): {error}") from error
-        self._options = options
-        self._core.warn_about_cache()
-        self._schema = pa.schema(_CapsuleSchema(self._core.schema_capsule()))
-        _frameworks.check_schema(self._output, self._schema)
-        self._files = tuple(self._core.dataset()["files"])
-        identity = _state.identity(json.loads(self._core.config()))
-        if pin is not None:
-            identity["table"] = pin
-        self._cursor = _cursor.EpochCursor(identity, options.rank, options.world_size)
+        self._engine = _engine.Engine(options, self._output, table=table or self._table,
+                                      storage_options=self._storage_options, **hinted)
+        self._core, self._options = self._engine.core, options
+        self._schema, self._files = self._engine.schema, self._engine.files
+        self._cursor = _cursor.EpochCursor(self._engine.identity(), options.rank,
+                                           options.world_size)
 
     def load_state_dict(self, state: dict[str, Any], *, strict: bool = True) -> None:
         """Resumes from ``state_dict()`` (see ``EpochLoader.load_state_dict``). A state
@@ -386,7 +172,7 @@ class Loader(_cursor.EpochLoader):
         stream = self._core.start_epoch(  # each round is a [world_size, rows] pair
             progress.epoch, cast("list[tuple[int, int]]", [tuple(r) for r in progress.rounds]))
         on_close = None if self._trace is None else lambda: self.write_trace(self._trace)
-        return _EpochIterator(stream, self._output, progress, self._batch_transform,
+        return _epoch.EpochIterator(stream, self._output, progress, self._batch_transform,
                               self._transformed_ahead, on_close, self._device,
                               self._device_prefetch, on_short=self._log_skipped,
                               torchrec=self._torchrec)
@@ -428,10 +214,7 @@ class Loader(_cursor.EpochLoader):
         docs/observability.md, with ``wait_per_batch`` (the wait for each batch: count, p50,
         p90, p99, max in seconds, and its histogram), ``recent_rows_per_second``,
         ``cache_hit_rate``, ``threads``/``io_threads`` and ``cpu_budget``."""
-        stats = self._core.stats()
-        lookups = stats["cache_hits"] + stats["cache_misses"]
-        stats["cache_hit_rate"] = stats["cache_hits"] / lookups if lookups else None
-        return stats
+        return self._engine.stats()
 
     def quarantine_report(self, path: str | os.PathLike | None = None) -> dict[str, Any]:
         """The row groups skipped so far under ``on_error="skip"`` (file, row group, rows,
@@ -473,10 +256,3 @@ _keywords.document(Loader, """Reads a Parquet dataset as exact, deterministic, s
     Each ``iter(loader)`` is one epoch; epochs count up from 0 unless ``set_epoch`` says
     otherwise. With the same dataset, seed, epoch, rank and world size the batches are
     bit-identical whatever ``num_threads`` is.""")
-
-def _check_python_options(output: str, batch_transform: Any) -> None:
-    """The options the engine never sees: the framework of `output` must be importable; a
-    batch_transform must be callable."""
-    _frameworks.check_output(output)
-    if batch_transform is not None and not callable(batch_transform):
-        raise TypeError(f"batch_transform must be callable, got {batch_transform!r}")

@@ -19,9 +19,11 @@ from stoker import _core
 from stoker._device import cuda as _cuda
 from stoker._device import jax_device as _jax_device
 from stoker._loading import cursor as _cursor
-from stoker._loading import loader as _loader
+from stoker._loading import engine as _engine
+from stoker._loading import epoch as _epoch
 from stoker._loading import mixture as _mixture
 from stoker._loading import state as _state
+from stoker._loading import tables as _tables
 from stoker._options import convert as _options
 from stoker._options import frameworks as _frameworks
 from stoker._options import keywords as _keywords
@@ -71,12 +73,12 @@ class MixtureLoader(_cursor.EpochLoader):
             raise ValueError('output="torchrec" with a Mixture: not supported (yet): read each '
                              'source with its own Loader, or take output="torch" batches')
         _frameworks.check_output(output)
-        _loader._check_python_options(output, batch_transform)
+        _epoch.check_python_options(output, batch_transform)
         self._device = _device(device, output)
         if device_prefetch < 1:
             raise ValueError(f"device_prefetch must be >= 1, got {device_prefetch}")
         self._device_prefetch, self._batch_transform = device_prefetch, batch_transform
-        self._transformed_ahead = prefetch or _loader._TRANSFORMED_AHEAD
+        self._transformed_ahead = prefetch or _epoch.TRANSFORMED_AHEAD
         # The sources' engines check batch_size; the options no source sees (each reads at
         # world size 1, in training mode) the engine's LoaderOptions::Validate checks here.
         _check_rank_options(batch_size, rank, world_size, drop_last, mode, pad_to_equal_steps)
@@ -97,9 +99,9 @@ class MixtureLoader(_cursor.EpochLoader):
                   "shuffle_window": shuffle_window, "num_threads": num_threads,
                   "prefetch": prefetch, "output": engine_output, "cache_dir": cache_dir,
                   "cache_limit_bytes": cache_limit_bytes, "cache_policy": cache_policy}
-        self._sources = [_source_loader(source, i, seed, storage_options, index, shared)
+        self._sources = [_source_engine(source, i, seed, storage_options, index, shared)
                          for i, source in enumerate(mixture.sources)]
-        configs = [json.loads(loader._core.config()) for loader in self._sources]
+        configs = [engine.config() for engine in self._sources]
         passes = _passes(mixture.sources, configs)
         source_rows = mixture.source_rows(passes, batch_size, seed)
         self._plan = _core.MixturePlan(source_rows, batch_size if mixture.stratified else 0,
@@ -111,7 +113,7 @@ class MixtureLoader(_cursor.EpochLoader):
         # Each epoch e reads source s from e times the whole source epochs an epoch draws
         # from (a downsampled source gives each epoch another part; no row repeats within an
         # epoch unless upsampled), with its share of the shuffle window (MakeMixtureConfig).
-        self._reader = _core.MixtureReader([loader._core for loader in self._sources],
+        self._reader = _core.MixtureReader([engine.core for engine in self._sources],
                                            self._plan, output, mode, pad_to_equal_steps)
         self._ragged = sorted(configs[0].get("ragged", []))
         self._config = _mixture_config(self, seed, shuffle, shuffle_window, configs)
@@ -143,7 +145,7 @@ class MixtureLoader(_cursor.EpochLoader):
     @property
     def files(self) -> list[str]:
         """Every source's files, source after source."""
-        return [f for loader in self._sources for f in loader.files]
+        return [f for engine in self._sources for f in engine.files]
 
     def __len__(self) -> int:
         """Batches per epoch for this rank (in evaluation, with its padding)."""
@@ -155,7 +157,7 @@ class MixtureLoader(_cursor.EpochLoader):
                                          cast("list[tuple[int, int]]",  # [world_size, rows]
                                               [tuple(r) for r in progress.rounds]),
                                          self._rank, self._world_size)
-        return _loader._EpochIterator(epoch, self._output, progress, self._batch_transform,
+        return _epoch.EpochIterator(epoch, self._output, progress, self._batch_transform,
                                       self._transformed_ahead, None, self._device,
                                       self._device_prefetch)
 
@@ -173,13 +175,13 @@ class MixtureLoader(_cursor.EpochLoader):
         rows delivered and its engine's own ``stats()``
         (whose ``rows`` count what the engine assembled, read-ahead included)."""
         sources = []
-        for source, loader, rows, window, delivered in zip(
+        for source, engine, rows, window, delivered in zip(
                 self._mixture.sources, self._sources, self._plan.source_rows,
                 self._reader.shuffle_windows, self._reader.rows_delivered()):
             sources.append({"name": source.name, "weight": source.weight,
                             "repeat": source.repeat, "rows_per_epoch": rows,
                             "shuffle_window": window, "rows_delivered": delivered,
-                            "engine": loader.stats()})
+                            "engine": engine.stats()})
         return {
             "rows": sum(s["rows_delivered"] for s in sources),
             "batches": self._reader.batches_delivered(),
@@ -268,18 +270,20 @@ def _check_other_options(others: dict[str, Any]) -> None:
         raise TypeError(f"Loader() got an unexpected keyword argument {name!r}")
 
 
-def _source_loader(source: _mixture.Source, i: int, seed: int,
+def _source_engine(source: _mixture.Source, i: int, seed: int,
                    storage_options: dict[str, Any] | None, index: str | None,
-                   shared: dict[str, Any]) -> _loader.Loader:
-    """The engine Loader of one source (world size 1: a rank reads any range of it); its
-    errors say which source."""
+                   shared: dict[str, Any]) -> _engine.Engine:
+    """The engine of one source (world size 1: a rank reads any range of it); its errors say
+    which source."""
+    storage = source.storage_options if source.storage_options is not None else storage_options
+    table = source.path if isinstance(source.path, _tables.Table) else None
     try:
-        return _loader.Loader(
-            source.path, columns=source.columns, filter=source.filter,
-            transforms=source.transform_spec(), seed=_core.mixture_source_seed(seed, i),
-            storage_options=(source.storage_options if source.storage_options is not None
-                             else storage_options),
-            index=source.index if source.index is not None else index, **shared)
+        options = _options.loader_options([] if table is not None else source.path, storage, {
+            "columns": source.columns, "filter": source.filter,
+            "transforms": source.transform_spec(), "seed": _core.mixture_source_seed(seed, i),
+            "index": source.index if source.index is not None else index, **shared})
+        return _engine.Engine(options, shared["output"], table=table, storage_options=storage,
+                              source=source.path)
     except (ValueError, KeyError, TypeError, OSError) as error:
         kind = type(error)
         if kind is KeyError:
@@ -302,13 +306,13 @@ def _passes(sources: list[_mixture.Source], configs: list[dict[str, Any]]) -> li
     return passes
 
 
-def _output_schema(sources: list[_mixture.Source], loaders: list[_loader.Loader]) -> pa.Schema:
+def _output_schema(sources: list[_mixture.Source], engines: list[_engine.Engine]) -> pa.Schema:
     """The mixture's output schema: the first source's (the engine takes the others' columns
     in its order). Missing, extra or differently typed columns are errors naming source and
     column."""
-    first, target = sources[0].name, loaders[0].schema
-    for source, loader in zip(sources[1:], loaders[1:]):
-        schema = loader.schema
+    first, target = sources[0].name, engines[0].schema
+    for source, engine in zip(sources[1:], engines[1:]):
+        schema = engine.schema
         for field in target:
             if field.name not in schema.names:
                 raise ValueError(

@@ -7,6 +7,7 @@ shrank is followed from the next batch. The batches are the plan's whatever the 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import queue
 import threading
 import time
@@ -15,13 +16,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from stoker._loading import cursor as _cursor
-from stoker._loading import loader as _loader
+from stoker._loading import epoch as _epoch
+from stoker._remote import client as _client
 from stoker._remote import split as _split
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyarrow import flight
-
-    from stoker._remote.remote_loader import _Servers
 
 
 class ReadAhead:
@@ -70,35 +71,56 @@ class ReadAhead:
         self._thread.join(timeout=10)
 
 
+@dataclasses.dataclass
+class LocalFirst:
+    """What a RemoteLoader reading local first gives its epochs: the local engine, how to reach
+    the servers and lay the sources out, the split and its meter, and the counters the epochs
+    update (the loader's stats())."""
+
+    engine: Any  # the local engine's _core.Loader
+    output: str  # what the local engine's batches are ("numpy", "torch", ...)
+    connect: Callable[[], _client.Servers | None]  # the servers there are now (None: none)
+    # The layout over `servers` with `local` chunks (None: the controller's share).
+    layout: Callable[[_client.Servers | None, int | None], _split.Layout]
+    convert: Callable[[pa.RecordBatch], Any]  # a served batch as the loader delivers it
+    batch_transform: Callable[[Any], Any] | None  # applied to the local engine's batches
+    split: _split.SplitController
+    meter: _split.WindowMeter
+    stats: dict[str, Any]
+    fleet: Any  # the stoker.ray.Fleet reported to, or None
+    trainer_id: str
+    current_layout: _split.Layout | None = None  # the layout an epoch read last
+
+
 class LocalFirstEpoch(_cursor.EpochIterator):
     """An epoch read from the local engine's share and the servers' streams (see module)."""
 
-    def __init__(self, owner: Any, stream: dict[str, Any], progress: _cursor.Progress,
+    def __init__(self, ctx: LocalFirst, stream: dict[str, Any], progress: _cursor.Progress,
                  num_batches: int, planned_rows: Callable[[int], int],
                  on_close: Callable[[], None] | None = None) -> None:
         super().__init__(progress, num_batches)
-        self._owner, self._stream, self._planned_rows = owner, stream, planned_rows
+        self._ctx, self._stream, self._planned_rows = ctx, stream, planned_rows
         self._on_close = on_close
         self._next = 0
-        self._servers: _Servers | None = owner._connect_optional()
-        self._layout = owner._layout(self._servers)
-        owner._current_layout = self._layout
-        self._local: _loader._EngineReader | None = None
+        self._servers = ctx.connect()
+        self._layout = ctx.layout(self._servers, None)
+        ctx.current_layout = self._layout
+        self._local: _epoch.EngineReader | None = None
         self._remote: dict[int, ReadAhead] = {}
         self._unread: set[int] = set()  # sources opened and not read from since
         self._blocked = 0.0  # seconds the batch being read has waited for its source
-        self._meter = owner._meter
+        self._meter = ctx.meter
         self._meter.resume(time.perf_counter())
 
     def _open(self, first: int) -> None:
         """Opens every source's share of the layout from batch `first` on."""
         layout, stream = self._layout, self._stream
         if layout.local > 0:
-            epoch = self._owner._local_core.start_share(
+            epoch = self._ctx.engine.start_share(
                 stream["epoch"], [(int(n), int(r)) for n, r in stream["rounds"]],
                 shards=layout.period, shard=0, span=layout.local, chunk=layout.chunk,
                 first=first)
-            self._local = _loader._EngineReader(epoch, self._owner._local_output)
+            self._local = _epoch.EngineReader(epoch, self._ctx.output)
             self._unread.add(_split.LOCAL)
         for k in range(layout.servers):
             self._open_server(k, first)
@@ -131,16 +153,14 @@ class LocalFirstEpoch(_cursor.EpochIterator):
         got = self._local.next()
         if got is None:
             raise RuntimeError(f"the local engine's share ended before batch {b}")
-        self._owner._stats["rows"] += _loader._num_rows(got[1])
-        transform = self._owner._batch_transform
+        self._ctx.stats["rows"] += _epoch.num_rows(got[1])
+        transform = self._ctx.batch_transform
         return got[1] if transform is None else transform(got[1])
 
     def _read_remote(self, k: int, b: int) -> Any:
-        from stoker._remote.remote_loader import _RETRYABLE, _Backoff
-
         servers = self._servers
         assert servers is not None
-        backoff = _Backoff(servers, self._owner._stats)
+        backoff = _client.Backoff(servers, self._ctx.stats)
         while True:
             location = servers.servers[k].location
             try:
@@ -149,29 +169,30 @@ class LocalFirstEpoch(_cursor.EpochIterator):
                 started = time.perf_counter()
                 batch = self._remote[k].get()
                 self._blocked += time.perf_counter() - started
-                self._owner._stats["rows"] += batch.num_rows
-                self._owner._stats["bytes_received"] += batch.nbytes
-                return self._owner._convert(batch)
-            except _RETRYABLE as error:
+                self._ctx.stats["rows"] += batch.num_rows
+                self._ctx.stats["bytes_received"] += batch.nbytes
+                return self._ctx.convert(batch)
+            except _client.RETRYABLE as error:
                 self._remote.pop(k).close()
                 backoff.wait(location, b, self._stream["epoch"], error)
-                with contextlib.suppress(*_RETRYABLE):
-                    if self._relayout(b, self._owner._connect_optional()):
+                with contextlib.suppress(*_client.RETRYABLE):
+                    if self._relayout(b, self._ctx.connect()):
                         return self._read(b)  # the servers changed: b's source may too
             except StopIteration:
                 raise ConnectionError(f"server {location} ended its stream "
                                       f"before batch {b}") from None
 
-    def _relayout(self, b: int, servers: _Servers | None, local: int | None = None) -> bool:
+    def _relayout(self, b: int, servers: _client.Servers | None,
+                  local: int | None = None) -> bool:
         """Reads from `servers` with `local` chunks (None: as now) from batch b on; True when
         the layout changed (every source reopened at b)."""
-        layout = self._owner._layout(servers, local)
+        layout = self._ctx.layout(servers, local)
         if layout == self._layout and servers is self._servers:
             return False
         self._close_sources()
         self._servers, self._layout = servers, layout
-        self._owner._current_layout = layout
-        self._owner._stats["relayouts"] += 1
+        self._ctx.current_layout = layout
+        self._ctx.stats["relayouts"] += 1
         self._open(b)
         return True
 
@@ -195,7 +216,7 @@ class LocalFirstEpoch(_cursor.EpochIterator):
         batch = self._read(b)
         now = time.perf_counter()
         wait = self._blocked
-        stats = self._owner._stats
+        stats = self._ctx.stats
         stats["wait_seconds"] += now - started
         stats["batches"] += 1
         stats["local_batches" if source == _split.LOCAL else "remote_batches"] += 1
@@ -207,7 +228,7 @@ class LocalFirstEpoch(_cursor.EpochIterator):
             self._meter.add(source, wait)
         # A window closes between two batches of an epoch (one ending with the epoch is
         # carried into the next), so the split moves where there are batches to move.
-        layout, options = self._layout, self._owner._split.options
+        layout, options = self._layout, self._ctx.split.options
         period = 0 if options.random_moves is not None else layout.period * layout.chunk
         window = self._meter.done(now, period) if self._next < len(self) else None
         if window is not None:
@@ -215,14 +236,13 @@ class LocalFirstEpoch(_cursor.EpochIterator):
         return self._planned_rows(b), batch
 
     def _end_window(self, window: _split.Window) -> None:
-        owner = self._owner
+        ctx = self._ctx
         servers = self._layout.servers
-        local = owner._split.decide(window, servers)
-        fleet = owner._fleet
-        if fleet is not None:
-            fleet.report(owner._trainer_id, {**window.figures(), "servers": servers,
-                                             "local_share": self._layout.local_share()})
-        self._relayout(self._next, owner._connect_optional(), local)
+        local = ctx.split.decide(window, servers)
+        if ctx.fleet is not None:
+            ctx.fleet.report(ctx.trainer_id, {**window.figures(), "servers": servers,
+                                              "local_share": self._layout.local_share()})
+        self._relayout(self._next, ctx.connect(), local)
 
     def _release(self) -> None:
         self._meter.pause(time.perf_counter())

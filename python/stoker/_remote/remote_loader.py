@@ -15,7 +15,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import pyarrow as pa
 from pyarrow import flight
@@ -23,111 +23,13 @@ from pyarrow import flight
 from stoker import _core
 from stoker import torchrec as _torchrec
 from stoker._loading import cursor as _cursor
+from stoker._loading import loader as _loader
 from stoker._loading import state as _state
 from stoker._options import frameworks as _frameworks
 from stoker._options import keywords as _keywords
-
-if TYPE_CHECKING:
-    from typing import TypedDict, Unpack
-
-    class _TicketShare(TypedDict, total=False):
-        """The keywords naming a share of a stream (_core.encode_ticket's)."""
-        shards: int
-        shard: int
-        chunk: int
-        first: int
-
-    class _Connection(TypedDict):
-        """How RemoteLoader reaches its servers (_Servers' keywords)."""
-        token: str | None
-        tls_root_certs: bytes | None
-        reconnect_timeout: float
-
-# FlightTimedOutError also comes from a server that released a stream its client left idle
-# longer than its stream_idle_timeout_s: reopening it from the batch needed continues the epoch.
-_RETRYABLE = (flight.FlightUnavailableError, flight.FlightTimedOutError,
-              flight.FlightInternalError, ConnectionError)
-
-# The ticket naming a stream (the format docs/serve.md documents), as the servers read it:
-# ticket(config, *, epoch, rank, world_size, rounds, shards=1, shard=0, chunk=1, first=0).
-ticket = _core.encode_ticket
-
-
-class _Server:
-    def __init__(self, location: str, headers: list, tls_root_certs: bytes | None) -> None:
-        self.location = location
-        kwargs = {"tls_root_certs": tls_root_certs} if tls_root_certs else {}
-        self.client = flight.FlightClient(location, **kwargs)
-        self.options = flight.FlightCallOptions(headers=headers)
-
-    def action(self, kind: str, body: bytes = b"") -> dict:
-        results = list(self.client.do_action(flight.Action(kind, body), self.options))
-        return json.loads(results[0].body.to_pybytes())
-
-    def read(self, ticket_bytes: bytes) -> flight.FlightStreamReader:
-        return self.client.do_get(flight.Ticket(ticket_bytes), self.options)
-
-    def config(self) -> dict:
-        try:
-            return self.action("config")
-        except flight.FlightUnauthenticatedError as error:
-            raise PermissionError(f"server {self.location}: {error}") from error
-        except flight.FlightUnavailableError as error:
-            raise ConnectionError(f"server {self.location} is unreachable: {error}") from error
-
-
-class _Servers:
-    """The servers of one configuration: where each batch of a stream comes from, and how
-    long a failed one is reconnected to."""
-
-    def __init__(self, locations: Sequence[str], *, token: str | None,
-                 tls_root_certs: bytes | None, reconnect_timeout: float) -> None:
-        headers = [(b"authorization", f"Bearer {token}".encode())] if token else []
-        self.locations = list(locations)
-        self.servers = [_Server(s, headers, tls_root_certs) for s in locations]
-        configs = [server.config() for server in self.servers]
-        for server, config in zip(self.servers, configs):
-            if config["config"] != configs[0]["config"]:
-                raise ValueError(f"server {server.location} serves another configuration than "
-                                 f"{self.servers[0].location} (dataset or options differ)")
-        self.config = configs[0]
-        self.chunk = int(self.config["chunk"])
-        self.reconnect_timeout = reconnect_timeout
-
-    def ticket(self, stream: dict[str, Any], **share: Unpack[_TicketShare]) -> bytes:
-        """The ticket for `stream` (epoch, rank, world_size, rounds), or a share of it."""
-        return ticket(self.config["config"], **stream, **share)
-
-    def plan_batches(self, stream: dict[str, Any]) -> int:
-        return int(self.servers[0].action("plan", self.ticket(stream))["plan_batches"])
-
-    def server_of(self, batch: int) -> int:
-        """Which server serves batch `batch` of a stream (chunks are dealt round robin)."""
-        return (batch // self.chunk) % len(self.servers)
-
-    def open(self, k: int, stream: dict[str, Any], first: int) -> flight.FlightStreamReader:
-        """Server k's share of `stream`, from batch `first` on."""
-        return self.servers[k].read(self.ticket(stream, shards=len(self.servers), shard=k,
-                                                chunk=self.chunk, first=first))
-
-
-class _Backoff:
-    """How a failed read of batch `b` is retried: waits doubling from 0.1 s to 2 s, each
-    counted in stats()["reconnects"], until the servers' reconnect_timeout has passed since
-    the first failure; then a ConnectionError naming the server, the batch and the epoch."""
-
-    def __init__(self, servers: _Servers, stats: dict[str, Any]) -> None:
-        self._timeout, self._stats = servers.reconnect_timeout, stats
-        self._deadline = time.monotonic() + self._timeout
-        self._delay = 0.1
-
-    def wait(self, location: str, b: int, epoch: int, error: Exception) -> None:
-        if time.monotonic() > self._deadline:
-            raise ConnectionError(f"server {location} did not answer for {self._timeout:g} s "
-                                  f"(batch {b} of epoch {epoch}): {error}") from error
-        self._stats["reconnects"] += 1
-        time.sleep(self._delay)
-        self._delay = min(self._delay * 2, 2.0)
+from stoker._remote import client as _client
+from stoker._remote import local_first as _local_first
+from stoker._remote import split as _split
 
 
 class _RemoteEpoch(_cursor.EpochIterator):
@@ -135,7 +37,7 @@ class _RemoteEpoch(_cursor.EpochIterator):
     the servers are resolved again (`reconnect`) and the failed one — or, when the servers
     changed, each one — is asked for its share from the next batch needed."""
 
-    def __init__(self, reconnect: Callable[[], _Servers], stream: dict[str, Any],
+    def __init__(self, reconnect: Callable[[], _client.Servers], stream: dict[str, Any],
                  progress: _cursor.Progress, convert: Callable[[pa.RecordBatch], Any],
                  stats: dict[str, Any], planned_rows: Callable[[int], int],
                  trace: Any | None = None,
@@ -153,7 +55,7 @@ class _RemoteEpoch(_cursor.EpochIterator):
         self._readers: dict[int, flight.FlightStreamReader] = {}
 
     def _read(self, b: int) -> pa.RecordBatch:
-        backoff = _Backoff(self._servers, self._stats)
+        backoff = _client.Backoff(self._servers, self._stats)
         while True:
             k = self._servers.server_of(b)
             location = self._servers.servers[k].location
@@ -161,16 +63,16 @@ class _RemoteEpoch(_cursor.EpochIterator):
                 if k not in self._readers:
                     self._readers[k] = self._servers.open(k, self._stream, b)
                 return self._readers[k].read_chunk().data
-            except _RETRYABLE as error:
+            except _client.RETRYABLE as error:
                 self._readers.pop(k, None)
                 backoff.wait(location, b, self._stream["epoch"], error)
-                with contextlib.suppress(*_RETRYABLE):  # if not now, after the next failure
+                with contextlib.suppress(*_client.RETRYABLE):  # if not now, after the next failure
                     self._follow(self._reconnect())
             except StopIteration:
                 raise ConnectionError(f"server {location} ended its stream "
                                       f"before batch {b}") from None
 
-    def _follow(self, servers: _Servers) -> None:
+    def _follow(self, servers: _client.Servers) -> None:
         """Reads from `servers` from now on: when they are not the ones read so far, every
         stream is closed, to be reopened at the next batch each serves."""
         if servers is not self._servers:
@@ -230,9 +132,7 @@ class RemoteLoader(_cursor.EpochLoader):
                  trace_events: int = 0, local: bool | dict[str, Any] = False,
                  split: dict[str, Any] | None = None, torchrec: Any = None) -> None:
         if isinstance(servers, str) and "://" not in servers:
-            from stoker.ray import Fleet  # a fleet's name
-
-            servers = Fleet.get(servers)
+            servers = _client.find_fleet(servers)
         if isinstance(servers, str):
             servers = [servers]
         # A stoker.ray.Fleet (or what acts as one: addresses, recipe, report).
@@ -248,14 +148,14 @@ class RemoteLoader(_cursor.EpochLoader):
         _core.validate_rank(rank, world_size)
         if isinstance(tls_root_certs, str):
             tls_root_certs = tls_root_certs.encode()
-        self._connection: _Connection = {"token": token, "tls_root_certs": tls_root_certs,
+        self._connection: _client.Connection = {"token": token, "tls_root_certs": tls_root_certs,
                                          "reconnect_timeout": reconnect_timeout}
         # Not a fleet: servers is the locations (mypy cannot tell from the hasattr above).
         self._locations = None if self._fleet is not None else list(
             cast("Sequence[str]", servers))
         self._local_core: Any = None  # the local engine's _core.Loader (local first)
         self._local_loader: Any = None
-        self._current_layout: Any = None  # the layout the epoch read last used
+        self._local_first: _local_first.LocalFirst | None = None  # what its epochs read through
         features = _torchrec.features_for(output, torchrec)
         if local is not False:
             if trace is not None or trace_events:
@@ -263,7 +163,7 @@ class RemoteLoader(_cursor.EpochLoader):
                                  "local engine's stats() are in stats()['local'])")
             self._open_local(local, output, rank, world_size, split)
         locations = self._resolve()
-        self._servers = _Servers(locations, **self._connection) if locations else None
+        self._servers = _client.Servers(locations, **self._connection) if locations else None
         if self._servers is None and self._local_core is None:
             raise ValueError(f"fleet '{getattr(self._fleet, 'name', '')}' has no servers "
                              "now: read it with local=True (its own cores first) or start "
@@ -284,6 +184,11 @@ class RemoteLoader(_cursor.EpochLoader):
                        "reconnects": 0}
         if self._local_core is not None:
             self._stats.update({"local_batches": 0, "remote_batches": 0, "relayouts": 0})
+            self._local_first = _local_first.LocalFirst(
+                engine=self._local_core, output=output, connect=self._connect_optional,
+                layout=self._layout, convert=self._convert, batch_transform=batch_transform,
+                split=self._split, meter=self._meter, stats=self._stats, fleet=self._fleet,
+                trainer_id=_local_first.trainer_id())
         self._cursor = _cursor.EpochCursor(_state.identity(self._config), rank, world_size)
         if trace is not None and not trace_events:
             trace_events = _core.DEFAULT_TRACE_EVENTS
@@ -299,7 +204,7 @@ class RemoteLoader(_cursor.EpochLoader):
         except TimeoutError as error:
             raise ConnectionError(str(error)) from error
 
-    def _connect(self) -> _Servers:
+    def _connect(self) -> _client.Servers:
         """The servers to read from: those read so far while they are still where they
         were; a fleet's restarted or resized servers otherwise, checked to serve the same
         configuration."""
@@ -309,13 +214,13 @@ class RemoteLoader(_cursor.EpochLoader):
                                   "servers now")
         return servers
 
-    def _connect_optional(self) -> _Servers | None:
+    def _connect_optional(self) -> _client.Servers | None:
         """As _connect, but None while the fleet has no servers (read local first)."""
         locations = self._resolve()
         if not locations:
             return None
         if self._servers is None or locations != self._servers.locations:
-            servers = _Servers(locations, **self._connection)
+            servers = _client.Servers(locations, **self._connection)
             if servers.config["config"] != self._config["config"]:
                 raise ValueError(f"the fleet's servers {locations} now serve another "
                                  "configuration than when this loader was made")
@@ -327,10 +232,6 @@ class RemoteLoader(_cursor.EpochLoader):
         """The trainer's own engine for local-first reading: the fleet's source and options
         (a plain list of servers: local={"source": ...} and the servers' options), with
         `local`'s options over them."""
-        from stoker._loading import loader as _loader
-        from stoker._remote import local_first as _local_first
-        from stoker._remote import split as _split
-
         given = {} if local is True else dict(cast("dict[str, Any]", local))
         if self._fleet is not None:
             source, options = self._fleet.recipe()
@@ -353,13 +254,11 @@ class RemoteLoader(_cursor.EpochLoader):
                 options["batch_size"], options.get("shuffle", True),
                 options.get("shuffle_window") or _core.DEFAULT_SHUFFLE_WINDOW,
                 _core.DEFAULT_CHUNK_BATCHES, self._split.options.chunk_windows)
-        self._local_output = output
         self._local_loader = _loader.Loader(source, output=output, rank=rank,
                                             world_size=world_size, **options)
         self._local_core = self._local_loader._core
-        self._trainer_id = _local_first.trainer_id()
 
-    def _check_local(self, servers: _Servers | None) -> dict[str, Any]:
+    def _check_local(self, servers: _client.Servers | None) -> dict[str, Any]:
         """The configuration served: the servers', the same as the local engine's."""
         if self._local_core is None:
             assert servers is not None
@@ -370,12 +269,10 @@ class RemoteLoader(_cursor.EpochLoader):
                              "than the local engine reads (dataset or options differ)")
         return local
 
-    def _layout(self, servers: _Servers | None, local: int | None = None) -> Any:
+    def _layout(self, servers: _client.Servers | None, local: int | None = None) -> Any:
         """Which source serves each batch: `local` chunks (the controller's when None) and
         one per server in each period; chunks of a shuffle window's batches, so that the
         sources mostly read different windows."""
-        from stoker._remote import split as _split
-
         count = 0 if servers is None else len(servers.servers)
         local = self._split.local if local is None else local
         if count == 0:
@@ -413,10 +310,8 @@ class RemoteLoader(_cursor.EpochLoader):
             return min(batch_size, rank_rows - b * batch_size)
 
         stream = self._stream(progress.epoch, progress.rounds)
-        if self._local_core is not None:
-            from stoker._remote import local_first as _local_first
-
-            return _local_first.LocalFirstEpoch(self, stream, progress,
+        if self._local_first is not None:
+            return _local_first.LocalFirstEpoch(self._local_first, stream, progress,
                                                 -(-rank_rows // batch_size), planned_rows)
         return _RemoteEpoch(self._connect, stream, progress, self._convert, self._stats,
                             planned_rows, self._trace, on_close)
@@ -453,8 +348,9 @@ class RemoteLoader(_cursor.EpochLoader):
         controller's setting and its recent decisions) and ``local`` (the local engine's
         stats())."""
         out: dict[str, Any] = dict(self._stats)
-        if self._local_core is not None:
-            split, layout = self._split, self._current_layout or self._layout(self._servers)
+        if self._local_first is not None:
+            split = self._split
+            layout = self._local_first.current_layout or self._layout(self._servers)
             out["split"] = {"local": split.local, "servers": layout.servers,
                             "chunk": layout.chunk,
                             "local_share": round(layout.local_share(), 4),

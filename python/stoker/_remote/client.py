@@ -1,0 +1,133 @@
+"""The Flight client of `stoker serve` servers: the servers of one configuration (each one's
+share of a stream, dealt round robin in chunks of batches), the ticket naming a stream, the
+errors worth retrying and how long a failed read is retried (docs/serve.md)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from pyarrow import flight
+
+from stoker import _core
+
+if TYPE_CHECKING:
+    from typing import TypedDict, Unpack
+
+    class TicketShare(TypedDict, total=False):
+        """The keywords naming a share of a stream (_core.encode_ticket's)."""
+        shards: int
+        shard: int
+        chunk: int
+        first: int
+
+    class Connection(TypedDict):
+        """How RemoteLoader reaches its servers (Servers' keywords)."""
+        token: str | None
+        tls_root_certs: bytes | None
+        reconnect_timeout: float
+
+# FlightTimedOutError also comes from a server that released a stream its client left idle
+# longer than its stream_idle_timeout_s: reopening it from the batch needed continues the epoch.
+RETRYABLE = (flight.FlightUnavailableError, flight.FlightTimedOutError,
+              flight.FlightInternalError, ConnectionError)
+
+# The ticket naming a stream (the format docs/serve.md documents), as the servers read it:
+# ticket(config, *, epoch, rank, world_size, rounds, shards=1, shard=0, chunk=1, first=0).
+ticket = _core.encode_ticket
+
+
+class Server:
+    def __init__(self, location: str, headers: list, tls_root_certs: bytes | None) -> None:
+        self.location = location
+        kwargs = {"tls_root_certs": tls_root_certs} if tls_root_certs else {}
+        self.client = flight.FlightClient(location, **kwargs)
+        self.options = flight.FlightCallOptions(headers=headers)
+
+    def action(self, kind: str, body: bytes = b"") -> dict:
+        results = list(self.client.do_action(flight.Action(kind, body), self.options))
+        return json.loads(results[0].body.to_pybytes())
+
+    def read(self, ticket_bytes: bytes) -> flight.FlightStreamReader:
+        return self.client.do_get(flight.Ticket(ticket_bytes), self.options)
+
+    def config(self) -> dict:
+        try:
+            return self.action("config")
+        except flight.FlightUnauthenticatedError as error:
+            raise PermissionError(f"server {self.location}: {error}") from error
+        except flight.FlightUnavailableError as error:
+            raise ConnectionError(f"server {self.location} is unreachable: {error}") from error
+
+
+class Servers:
+    """The servers of one configuration: where each batch of a stream comes from, and how
+    long a failed one is reconnected to."""
+
+    def __init__(self, locations: Sequence[str], *, token: str | None,
+                 tls_root_certs: bytes | None, reconnect_timeout: float) -> None:
+        headers = [(b"authorization", f"Bearer {token}".encode())] if token else []
+        self.locations = list(locations)
+        self.servers = [Server(s, headers, tls_root_certs) for s in locations]
+        configs = [server.config() for server in self.servers]
+        for server, config in zip(self.servers, configs):
+            if config["config"] != configs[0]["config"]:
+                raise ValueError(f"server {server.location} serves another configuration than "
+                                 f"{self.servers[0].location} (dataset or options differ)")
+        self.config = configs[0]
+        self.chunk = int(self.config["chunk"])
+        self.reconnect_timeout = reconnect_timeout
+
+    def ticket(self, stream: dict[str, Any], **share: Unpack[TicketShare]) -> bytes:
+        """The ticket for `stream` (epoch, rank, world_size, rounds), or a share of it."""
+        return ticket(self.config["config"], **stream, **share)
+
+    def plan_batches(self, stream: dict[str, Any]) -> int:
+        return int(self.servers[0].action("plan", self.ticket(stream))["plan_batches"])
+
+    def server_of(self, batch: int) -> int:
+        """Which server serves batch `batch` of a stream (chunks are dealt round robin)."""
+        return (batch // self.chunk) % len(self.servers)
+
+    def open(self, k: int, stream: dict[str, Any], first: int) -> flight.FlightStreamReader:
+        """Server k's share of `stream`, from batch `first` on."""
+        return self.servers[k].read(self.ticket(stream, shards=len(self.servers), shard=k,
+                                                chunk=self.chunk, first=first))
+
+
+class Backoff:
+    """How a failed read of batch `b` is retried: waits doubling from 0.1 s to 2 s, each
+    counted in stats()["reconnects"], until the servers' reconnect_timeout has passed since
+    the first failure; then a ConnectionError naming the server, the batch and the epoch."""
+
+    def __init__(self, servers: Servers, stats: dict[str, Any]) -> None:
+        self._timeout, self._stats = servers.reconnect_timeout, stats
+        self._deadline = time.monotonic() + self._timeout
+        self._delay = 0.1
+
+    def wait(self, location: str, b: int, epoch: int, error: Exception) -> None:
+        if time.monotonic() > self._deadline:
+            raise ConnectionError(f"server {location} did not answer for {self._timeout:g} s "
+                                  f"(batch {b} of epoch {epoch}): {error}") from error
+        self._stats["reconnects"] += 1
+        time.sleep(self._delay)
+        self._delay = min(self._delay * 2, 2.0)
+
+
+# The packages that find a fleet of servers by name register here (pyproject.toml's
+# entry points): stoker.ray's Fleet, with the extra stoker[ray]. This package imports none of
+# them: a fleet is a client's plugin, not a layer below it.
+FLEETS = "stoker.fleets"
+
+
+def find_fleet(name: str) -> Any:
+    """The fleet named `name` (what acts as a stoker.ray.Fleet: addresses, recipe, report), as
+    the first provider registered under FLEETS finds it."""
+    providers = sorted(importlib.metadata.entry_points(group=FLEETS), key=lambda e: e.name)
+    if not providers:
+        raise ValueError(f"servers={name!r}: not a grpc://host:port, and no fleet provider is "
+                         f"installed to find a fleet by that name (pip install 'stoker[ray]')")
+    return providers[0].load().get(name)
