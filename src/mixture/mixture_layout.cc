@@ -6,19 +6,16 @@
 
 namespace stoker {
 
-arrow::Result<MixtureLayout> MixtureLayout::Make(const MixturePlan& plan, int64_t epoch,
-                                                 const std::vector<Segment>& segments,
-                                                 const std::vector<int64_t>& starts,
-                                                 int64_t batch_size, bool drop_last,
-                                                 const ParallelFor& parallel) {
-  const auto n = static_cast<size_t>(plan.num_sources());
-  if (starts.size() != n) {
-    return arrow::Status::Invalid("a mixture layout needs one start per source, got ",
-                                  starts.size(), " for ", n);
-  }
-  if (batch_size < 1 || epoch < 0) {
-    return arrow::Status::Invalid("a mixture layout needs batch_size >= 1 and epoch >= 0");
-  }
+namespace {
+
+// A batch's part within one segment of the rank's positions: positions [begin, end).
+struct Stretch {
+  int64_t batch, begin, end;
+};
+
+// The rank's positions in all: an error unless every segment lies inside the plan's epoch.
+arrow::Result<int64_t> CountPositions(const MixturePlan& plan,
+                                      const std::vector<Segment>& segments) {
   int64_t total = 0;
   for (const Segment& segment : segments) {
     if (segment.begin < 0 || segment.end <= segment.begin || segment.end > plan.epoch_rows()) {
@@ -28,13 +25,13 @@ arrow::Result<MixtureLayout> MixtureLayout::Make(const MixturePlan& plan, int64_
     }
     total += segment.end - segment.begin;
   }
-  const int64_t num_batches =
-      drop_last ? total / batch_size : (total + batch_size - 1) / batch_size;
+  return total;
+}
 
-  // The stretches of the rank's positions: a batch's part within one segment.
-  struct Stretch {
-    int64_t batch, begin, end;
-  };
+// The `total` positions of `segments` cut into `num_batches` batches of batch_size (the last
+// one shorter), each cut again where it crosses from one segment to the next.
+std::vector<Stretch> CutStretches(const std::vector<Segment>& segments, int64_t total,
+                                  int64_t batch_size, int64_t num_batches) {
   std::vector<Stretch> stretches;
   size_t segment = 0;
   int64_t position = segments.empty() ? 0 : segments[0].begin;
@@ -49,9 +46,30 @@ arrow::Result<MixtureLayout> MixtureLayout::Make(const MixturePlan& plan, int64_
       }
     }
   }
-  // Their edges, increasing, and each source's rows before each edge (RowsBefore), counted
-  // block by block: a block's sources are drawn once for all the edges inside it.
+  return stretches;
+}
+
+// The stretches' edges, increasing, and each source's rows before each edge (RowsBefore).
+struct EdgeRows {
   std::vector<int64_t> edges;
+  std::vector<int64_t> before;  // edge e's rows of source s at e * num_sources + s
+
+  // Source rows before edge `position` (one of the edges), one per source.
+  const int64_t* At(int64_t position, size_t num_sources) const {
+    const auto e =
+        static_cast<size_t>(std::lower_bound(edges.begin(), edges.end(), position) - edges.begin());
+    return before.data() + e * num_sources;
+  }
+};
+
+// Counts EdgeRows block by block: a block's sources are drawn once for all the edges inside
+// it; the blocks through `parallel` when given.
+EdgeRows CountRowsBeforeEdges(const MixturePlan& plan, int64_t epoch,
+                              const std::vector<Stretch>& stretches,
+                              const MixtureLayout::ParallelFor& parallel) {
+  const auto n = static_cast<size_t>(plan.num_sources());
+  EdgeRows out;
+  std::vector<int64_t>& edges = out.edges;
   for (const Stretch& stretch : stretches) {
     if (edges.empty() || edges.back() != stretch.begin) edges.push_back(stretch.begin);
     edges.push_back(stretch.end);
@@ -63,7 +81,8 @@ arrow::Result<MixtureLayout> MixtureLayout::Make(const MixturePlan& plan, int64_
     }
   }
   block_first.push_back(edges.size());
-  std::vector<int64_t> before(edges.size() * n);  // edge e's rows of source s at e * n + s
+  std::vector<int64_t>& before = out.before;
+  before.resize(edges.size() * n);
   auto count_block = [&](int64_t g) {
     const size_t first = block_first[g];
     const size_t last = block_first[g + 1];
@@ -87,9 +106,29 @@ arrow::Result<MixtureLayout> MixtureLayout::Make(const MixturePlan& plan, int64_
   } else {
     for (int64_t g = 0; g < num_groups; ++g) count_block(g);
   }
-  auto edge_index = [&edges](int64_t p) {
-    return static_cast<size_t>(std::lower_bound(edges.begin(), edges.end(), p) - edges.begin());
-  };
+  return out;
+}
+
+}  // namespace
+
+arrow::Result<MixtureLayout> MixtureLayout::Make(const MixturePlan& plan, int64_t epoch,
+                                                 const std::vector<Segment>& segments,
+                                                 const std::vector<int64_t>& starts,
+                                                 int64_t batch_size, bool drop_last,
+                                                 const ParallelFor& parallel) {
+  const auto n = static_cast<size_t>(plan.num_sources());
+  if (starts.size() != n) {
+    return arrow::Status::Invalid("a mixture layout needs one start per source, got ",
+                                  starts.size(), " for ", n);
+  }
+  if (batch_size < 1 || epoch < 0) {
+    return arrow::Status::Invalid("a mixture layout needs batch_size >= 1 and epoch >= 0");
+  }
+  ARROW_ASSIGN_OR_RAISE(const int64_t total, CountPositions(plan, segments));
+  const int64_t num_batches =
+      drop_last ? total / batch_size : (total + batch_size - 1) / batch_size;
+  const std::vector<Stretch> stretches = CutStretches(segments, total, batch_size, num_batches);
+  const EdgeRows edge_rows = CountRowsBeforeEdges(plan, epoch, stretches, parallel);
 
   MixtureLayout layout;
   layout.pieces_.resize(n);
@@ -100,8 +139,8 @@ arrow::Result<MixtureLayout> MixtureLayout::Make(const MixturePlan& plan, int64_
     const int64_t b = stretches[k].batch;
     for (auto& source_runs : runs) source_runs.clear();
     for (; k < stretches.size() && stretches[k].batch == b; ++k) {
-      const int64_t* from = before.data() + edge_index(stretches[k].begin) * n;
-      const int64_t* to = before.data() + edge_index(stretches[k].end) * n;
+      const int64_t* from = edge_rows.At(stretches[k].begin, n);
+      const int64_t* to = edge_rows.At(stretches[k].end, n);
       for (size_t s = 0; s < n; ++s) {
         const int64_t count = to[s] - from[s];
         if (count == 0) continue;
