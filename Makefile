@@ -34,8 +34,14 @@ $(SYSDEPS): scripts/install-system-deps.sh
 	bash scripts/install-system-deps.sh
 	@mkdir -p $(dir $@) && touch $@
 
+# Each venv that runs the tests' or the benchmarks' code lists devtools/ in its site-packages
+# (stoker-devtools.pth), so that stoker_devtools, the support package they share, imports by
+# name in every process, a script run by hand included (devtools/README.md).
+DEVTOOLS_PTH = $(1) -c 'import site, sys; open(site.getsitepackages()[0] + "/stoker-devtools.pth", "w").write(sys.argv[1] + "\n")' $(abspath devtools)
+
 $(DEPS): $(REQUIREMENTS) requirements-core.txt $(SYSDEPS)
 	$(PYTHON) -m venv $(VENV)
+	$(call DEVTOOLS_PTH,$(PY))
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r $(REQUIREMENTS)
 	@touch $@
@@ -81,6 +87,7 @@ TORCHREC_VENV := .torchrec-venv
 TORCHREC_DEPS := $(TORCHREC_VENV)/.deps-installed
 $(TORCHREC_DEPS): tests/torchrec/requirements.txt $(SYSDEPS)
 	$(PYTHON) -m venv $(TORCHREC_VENV)
+	$(call DEVTOOLS_PTH,$(TORCHREC_VENV)/bin/python)
 	$(TORCHREC_VENV)/bin/pip install -q --no-cache-dir --no-deps -r tests/torchrec/requirements.txt
 	@touch $@
 
@@ -147,6 +154,7 @@ DEMO_DEPS := $(VENV)/.demo-deps-installed
 
 $(DEMO_DEPS): requirements-demo.txt requirements-core.txt $(SYSDEPS)
 	$(PYTHON) -m venv $(VENV)
+	$(call DEVTOOLS_PTH,$(PY))
 	$(PY) -m pip install -q --upgrade pip
 	$(PY) -m pip install -q -r requirements-demo.txt
 	@touch $@
@@ -163,7 +171,7 @@ CPP_SOURCES = $(wildcard include/stoker/*.h src/*/*.h src/*/*.cc src/*/*/*.h src
 lint: $(DEPS) lint-threads
 	command -v clang-format >/dev/null || apt-get install -y -qq clang-format
 	clang-format --dry-run --Werror $(CPP_SOURCES)
-	$(VENV)/bin/ruff check python tests benchmarks
+	$(VENV)/bin/ruff check python tests benchmarks devtools
 	$(VENV)/bin/mypy
 
 # The engine and its tests built by Clang, whose thread-safety analysis checks the lock
@@ -329,12 +337,14 @@ SCALING_DATA    := build/bench-scaling/criteo-$(SCALING_ROWS)
 
 $(BENCH_DEPS): benchmarks/requirements-bench.txt benchmarks/constraints.txt $(SYSDEPS)
 	$(PYTHON) -m venv $(BENCH_VENV)
+	$(call DEVTOOLS_PTH,$(BENCH_PY))
 	$(BENCH_PY) -m pip install -q --upgrade pip
 	$(BENCH_PY) -m pip install -q -c benchmarks/constraints.txt -r benchmarks/requirements-bench.txt
 	@touch $@
 
 $(PETASTORM_DEPS): benchmarks/requirements-petastorm.txt benchmarks/constraints.txt $(SYSDEPS)
 	$(PYTHON) -m venv $(PETASTORM_VENV)
+	$(call DEVTOOLS_PTH,$(PETASTORM_PY))
 	$(PETASTORM_PY) -m pip install -q --upgrade pip
 	$(PETASTORM_PY) -m pip install -q -c benchmarks/constraints.txt \
 	  -r benchmarks/requirements-petastorm.txt
@@ -391,6 +401,7 @@ LANCE_VENV    := .bench-lance-venv
 LANCE_DEPS    := $(LANCE_VENV)/.deps-installed
 $(LANCE_DEPS): benchmarks/requirements-lance.txt $(SYSDEPS)
 	$(PYTHON) -m venv $(LANCE_VENV)
+	$(call DEVTOOLS_PTH,$(LANCE_VENV)/bin/python)
 	$(LANCE_VENV)/bin/pip install -q -r benchmarks/requirements-lance.txt
 	@touch $@
 

@@ -20,9 +20,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import stoker
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "python"))
-from s3_support import KEY, SECRET, FaultProxy, MotoServer
+from stoker_devtools.s3 import KEY, SECRET, FaultProxy, MotoServer
 
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
 local = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/stoker-first-batch") / "narrow45"

@@ -26,9 +26,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "python"))
-from s3_support import KEY, SECRET, FaultProxy, MotoServer
+from stoker_devtools.s3 import KEY, SECRET, FaultProxy, MotoServer
 
 DAYS = [(datetime.date(2025, 1, 1) + datetime.timedelta(days=d)).isoformat() for d in range(365)]
 TARGET = "2025-06-01"

@@ -22,7 +22,6 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
 FIELDS = ["id", "image", "depth", "embedding"]
 
 
@@ -38,10 +37,7 @@ def write_dataset(out: str, rows: int, row_group_rows: int) -> None:
     )
     from petastorm.unischema import Unischema, UnischemaField
     from pyspark.sql.types import IntegerType
-
-    sys.path.insert(0, str(ROOT / "tests" / "petastorm"))
-    import make_dataset
-    from make_dataset import image
+    from stoker_devtools.petastorm_writer import image, write_with_codecs
 
     schema = Unischema("Bench", [
         UnischemaField("id", np.int32, (), ScalarCodec(IntegerType()), False),
@@ -56,8 +52,7 @@ def write_dataset(out: str, rows: int, row_group_rows: int) -> None:
                 "depth": np.cumsum(rng.normal(size=(32, 32)), axis=1).astype(np.float32),
                 "embedding": rng.normal(size=128).astype(np.float32)}
 
-    make_dataset.ROW_GROUP_ROWS = row_group_rows
-    make_dataset.write_with_codecs(Path(out), schema, row, rows=rows, files=4)
+    write_with_codecs(Path(out), schema, row, rows=rows, files=4, row_group_rows=row_group_rows)
 
 
 def run_petastorm(url: str, reader: str, threads: int) -> dict:

@@ -17,16 +17,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow.fs as pafs
 import stoker
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "python"))
-from s3_support import KEY, SECRET, FaultProxy, MotoServer
+from stoker_devtools.s3 import KEY, SECRET, FaultProxy, MotoServer
 
 
 def epoch(source, threads: int, **kwargs) -> tuple[float, dict]:

@@ -35,9 +35,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "python"))
-from s3_support import KEY, SECRET, FaultProxy, MotoServer
+from stoker_devtools.s3 import KEY, SECRET, FaultProxy, MotoServer
 
 BATCH_SIZE = 4096
 RESUME_AFTER = 25  # batches consumed before the checkpoint a resumed rank starts from

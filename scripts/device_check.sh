@@ -81,7 +81,8 @@ step() {
 
 # The venv at $1: the carried wheels over the machine's own packages. The machine's python3 is
 # itself a venv's (torch's), whose packages --system-site-packages does not show (only the base
-# interpreter's): a .pth names its site-packages, after the venv's own.
+# interpreter's): a .pth names its site-packages, after the venv's own. A second names devtools/,
+# where the benchmarks' helpers are (stoker_devtools, as the Makefile's venvs list it).
 make_venv() {
   # Without ensurepip (Ubuntu's python3 lacks it unless python3-venv is installed), a venv
   # without pip: the machine's pip, seen through the .pth below, installs into it all the same.
@@ -91,6 +92,7 @@ make_venv() {
   purelib=$("$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
   "$machine_python" -c 'import site; print("\n".join(site.getsitepackages()))' \
     >"$purelib/machine-packages.pth"
+  echo "$root/devtools" >"$purelib/stoker-devtools.pth"
   if compgen -G "$wheels/*.whl" >/dev/null; then
     "$1/bin/python" -m pip install -q --no-index --no-deps --no-compile "$wheels"/*.whl
   else

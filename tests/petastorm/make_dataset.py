@@ -7,7 +7,8 @@ make_reader reads back from it. Runs in Petastorm's environment (.bench-petastor
 
 Without --spark, each value is encoded by its field's codec (``codec.encode``), the rows are
 written by pyarrow, and the Unischema and row-group counts are stored by Petastorm's
-dataset_metadata helpers (what materialize_dataset does after Spark has written the files).
+dataset_metadata helpers (what materialize_dataset does after Spark has written the files:
+stoker_devtools.petastorm_writer, which benchmarks/petastorm_readers.py writes with too).
 With --spark, Petastorm's materialize_dataset and dict_to_spark_row write it through Spark
 itself (needs a JRE). Either way OUT_DIR/dataset is the dataset and OUT_DIR/expected.npz holds
 every row's values as Petastorm's make_reader decodes them, keyed "<field>/<id>". With
@@ -17,21 +18,16 @@ generator, 10 rows), written the same way without Spark."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 from petastorm import make_reader
 from petastorm.codecs import CompressedImageCodec, CompressedNdarrayCodec, NdarrayCodec, ScalarCodec
-from petastorm.etl import dataset_metadata
-from petastorm.fs_utils import FilesystemResolver
 from petastorm.unischema import Unischema, UnischemaField
-from petastorm.utils import add_to_dataset_metadata
 from pyspark.sql.types import DoubleType, IntegerType, StringType
+from stoker_devtools.petastorm_writer import image, write_with_codecs
 
 ROWS = 40
 FILES = 2
@@ -54,16 +50,6 @@ Schema = Unischema("EveryCodec", [
 ])
 
 
-def image(rng: np.random.Generator, shape: tuple) -> np.ndarray:
-    """A smooth gradient with noise: compresses like a photo, not like static."""
-    h, w = shape[:2]
-    base = (np.add.outer(np.arange(h) * 5, np.arange(w) * 3) % 256).astype(np.int16)
-    if len(shape) == 3:
-        base = np.stack([base, base[::-1], base.T[:w, :h].T if h == w else base[:, ::-1]], -1)
-    noisy = base + rng.integers(-20, 20, size=base.shape)
-    return np.clip(noisy, 0, 255).astype(np.uint8)
-
-
 def row(i: int) -> dict:
     rng = np.random.default_rng(i)
     return {
@@ -82,39 +68,6 @@ def row(i: int) -> dict:
         "rgb_jpeg": image(rng, (24, 32, 3)),
         "grey_jpeg": image(rng, (int(rng.integers(8, 40)), int(rng.integers(8, 40)))),
     }
-
-
-def write_with_codecs(dataset: Path, schema: Unischema = Schema, make_row=row, rows: int = ROWS,
-                      files: int = FILES) -> None:
-    """Each value through its codec's encode, the files by pyarrow, the metadata by Petastorm."""
-    spark_to_arrow = {IntegerType: pa.int32(), DoubleType: pa.float64(), StringType: pa.string()}
-    arrow_fields = []
-    for field in schema.fields.values():
-        if isinstance(field.codec, ScalarCodec):
-            arrow_fields.append(pa.field(field.name, spark_to_arrow[type(field.codec.spark_dtype())],
-                                         field.nullable))
-        else:
-            arrow_fields.append(pa.field(field.name, pa.binary(), field.nullable))
-    arrow_schema = pa.schema(arrow_fields)
-    dataset.mkdir(parents=True)
-    per_file = rows // files
-    for f in range(files):
-        values = [make_row(i) for i in range(f * per_file, (f + 1) * per_file)]
-        columns = {field.name: [field.codec.encode(field, r[field.name]) for r in values]
-                   for field in schema.fields.values()}
-        columns = {name: [bytes(v) if isinstance(v, bytearray) else v for v in values]
-                   for name, values in columns.items()}
-        table = pa.table(columns, schema=arrow_schema)
-        pq.write_table(table, dataset / f"part-{f:05d}.parquet", row_group_size=ROW_GROUP_ROWS)
-    # The legacy ParquetDataset Petastorm's helpers take (a legacy filesystem selects it).
-    resolver = FilesystemResolver(dataset.resolve().as_uri())
-    parquet_dataset = pq.ParquetDataset(resolver.get_dataset_path(),
-                                        filesystem=resolver.filesystem(), validate_schema=False)
-    dataset_metadata._generate_unischema_metadata(parquet_dataset, schema)
-    counts = {name: pq.ParquetFile(dataset / name).num_row_groups
-              for name in sorted(os.listdir(dataset)) if name.endswith(".parquet")}
-    add_to_dataset_metadata(parquet_dataset, dataset_metadata.ROW_GROUPS_PER_FILE_KEY,
-                            json.dumps(counts))
 
 
 def write_with_spark(dataset: Path) -> None:
@@ -154,11 +107,16 @@ def main() -> None:
     if args.hello_world:
         from examples.hello_world.petastorm_dataset import generate_petastorm_dataset as hello
 
-        write_with_codecs(out, hello.HelloWorldSchema, hello.row_generator, rows=10, files=2)
+        write_with_codecs(out, hello.HelloWorldSchema, hello.row_generator, rows=10, files=2,
+                          row_group_rows=ROW_GROUP_ROWS)
         print(f"wrote Petastorm's hello-world dataset to {out}")
         return
     dataset = out / "dataset"
-    (write_with_spark if args.spark else write_with_codecs)(dataset)
+    if args.spark:
+        write_with_spark(dataset)
+    else:
+        write_with_codecs(dataset, Schema, row, rows=ROWS, files=FILES,
+                          row_group_rows=ROW_GROUP_ROWS)
     expected = read_back(dataset)
     assert len(expected) == ROWS * len(Schema.fields), len(expected)
     np.savez_compressed(out / "expected.npz", **expected)

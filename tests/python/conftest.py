@@ -8,8 +8,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from serve_support import Server
 from stoker.cli import gen as _gen
+from stoker_devtools.serve import Server
 
 ROWS = 20_000
 

@@ -234,7 +234,7 @@ class S3:
     """The tests' S3 server (moto, loopback) and how a Loader reaches it."""
 
     def __init__(self) -> None:
-        from s3_support import KEY, SECRET, MotoServer
+        from stoker_devtools.s3 import KEY, SECRET, MotoServer
 
         os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
         self.server = MotoServer()

@@ -170,7 +170,7 @@ def test_deletion_vectors_are_refused(tmp_path: Path) -> None:
 
 def test_s3_table(tmp_path: Path) -> None:
     pytest.importorskip("moto")
-    from s3_support import KEY, SECRET, MotoServer
+    from stoker_devtools.s3 import KEY, SECRET, MotoServer
 
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
     local = tmp_path / "t"

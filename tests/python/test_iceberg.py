@@ -150,7 +150,7 @@ def test_an_s3_table_reads_its_pinned_snapshot_and_resumes_it(tmp_path: Path) ->
     """Warehouse and data files on the tests' S3 server (moto, loopback); the catalog's
     FileIO and the Loader's storage_options both point there."""
     pytest.importorskip("moto")
-    from s3_support import KEY, SECRET, MotoServer
+    from stoker_devtools.s3 import KEY, SECRET, MotoServer
 
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
     server = MotoServer()

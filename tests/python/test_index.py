@@ -401,7 +401,7 @@ def test_on_s3_one_listing_and_one_read_give_the_footers_batches(dataset: Path) 
     import json
 
     import pyarrow.fs as pafs
-    from s3_support import KEY, SECRET, FaultProxy, MotoServer
+    from stoker_devtools.s3 import KEY, SECRET, FaultProxy, MotoServer
 
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
     server = MotoServer()

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 import stoker
 from conftest import ROWS, assert_same_batches
-from serve_support import COLUMNS, OPTIONS
 from stoker._remote import split as _split
 from stoker.ray._autoscale import AutoscaleOptions, Autoscaler
+from stoker_devtools.serve import COLUMNS, OPTIONS
 
 MOVE_EVERY_BATCH = {"window_batches": 1, "window_seconds": 0.0}
 

@@ -14,8 +14,8 @@ import pytest
 import stoker
 from prometheus_client.parser import text_string_to_metric_families
 from pyarrow import flight
-from serve_support import OPTIONS, Server
 from stoker import metrics
+from stoker_devtools.serve import OPTIONS, Server
 
 KW = {"columns": ["row_id", "label", "I1"], "batch_size": 1000, "seed": 4}
 

@@ -249,7 +249,7 @@ def test_a_file_outside_the_partitions_gets_nulls_as_in_pyarrow(tmp_path: Path) 
 
 def test_s3_partitioned_dataset_equals_local(hive: Path) -> None:
     pytest.importorskip("moto")
-    from s3_support import KEY, SECRET, MotoServer
+    from stoker_devtools.s3 import KEY, SECRET, MotoServer
 
     os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
     server = MotoServer()

@@ -222,8 +222,8 @@ def test_remote_loaders_draw_what_a_local_loader_draws(criteo: Path, servers,
                                                        tmp_path: Path) -> None:
     """`stoker serve` runs the same pipeline: two servers sharing a plan, read by a
     RemoteLoader, deliver the local loader's draws, epoch by epoch."""
-    from serve_support import COLUMNS
-    from serve_support import OPTIONS as SERVED
+    from stoker_devtools.serve import COLUMNS
+    from stoker_devtools.serve import OPTIONS as SERVED
 
     spec = [{"op": "uniform", "column": "noise", "low": 0.0, "high": 1.0},
             {"op": "randint", "column": "negatives", "low": 0, "high": 1000, "size": 2}]

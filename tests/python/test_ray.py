@@ -23,8 +23,8 @@ import pytest
 import ray
 import stoker
 from conftest import ROWS, assert_same_batches
-from serve_support import COLUMNS, OPTIONS
 from stoker.ray import Fleet
+from stoker_devtools.serve import COLUMNS, OPTIONS
 
 # A Ray cluster and Ray Train jobs: minutes on 2 cores (`make test-slow`).
 pytestmark = pytest.mark.slow

@@ -73,7 +73,7 @@ def test_a_delta_table_on_s3_served_by_a_ray_fleet(ray_cluster,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     deltalake = pytest.importorskip("deltalake")
     pytest.importorskip("moto")
-    from s3_support import KEY, SECRET, MotoServer
+    from stoker_devtools.s3 import KEY, SECRET, MotoServer
 
     monkeypatch.setenv("AWS_EC2_METADATA_DISABLED", "true")
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", KEY)

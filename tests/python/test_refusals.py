@@ -9,7 +9,7 @@ from pathlib import Path
 import pyarrow.compute as pc
 import pytest
 import stoker
-from serve_support import COLUMNS, OPTIONS
+from stoker_devtools.serve import COLUMNS, OPTIONS
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "combinations.md"
 

@@ -11,7 +11,7 @@ import pyarrow.fs as pafs
 import pytest
 import stoker
 from conftest import assert_same_batches
-from s3_support import KEY, SECRET, FaultProxy, MotoServer
+from stoker_devtools.s3 import KEY, SECRET, FaultProxy, MotoServer
 
 pytest.importorskip("moto")
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")  # no instance-metadata lookups

@@ -20,8 +20,8 @@ import pytest
 import stoker
 from conftest import assert_same_batches
 from pyarrow import flight
-from serve_support import COLUMNS, OPTIONS, Server, process_usage
 from stoker.cli import gen as _gen
+from stoker_devtools.serve import COLUMNS, OPTIONS, Server, process_usage
 
 MiB = 1 << 20
 REFUSED = (flight.FlightError, pa.ArrowException, OSError)

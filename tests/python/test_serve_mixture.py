@@ -164,10 +164,10 @@ def test_servers_of_other_mixtures_or_options_are_told_apart(mixture, served, cr
 
 
 def test_stoker_serve_takes_a_mixture_spec(mixture, tmp_path):
-    """The command line: `stoker serve --mixture spec.json` (serve_support's child process)
+    """The command line: `stoker serve --mixture spec.json` (stoker_devtools.serve's child process)
     with the loader flags, read by a RemoteLoader: the local MixtureLoader's batches."""
-    from serve_support import OPTIONS as SERVED
-    from serve_support import Server
+    from stoker_devtools.serve import OPTIONS as SERVED
+    from stoker_devtools.serve import Server
 
     spec = {"sources": [{"path": str(s.path), "name": s.name, "weight": s.weight}
                         for s in mixture.sources], "stop": "all"}
@@ -175,7 +175,7 @@ def test_stoker_serve_takes_a_mixture_spec(mixture, tmp_path):
     server = Server(Path(), "--mixture", str(tmp_path / "mix.json"), "--mode", "eval",
                     mixture=True)
     try:
-        options = {**OPTIONS, **SERVED, "mode": "eval"}  # serve_support's flags
+        options = {**OPTIONS, **SERVED, "mode": "eval"}  # stoker_devtools.serve's flags
         for rank in range(2):
             remote = stoker.RemoteLoader([server.location], rank=rank, world_size=2)
             local = stoker.Loader(stoker.Mixture([stoker.Source(s.path, name=s.name,

@@ -128,7 +128,7 @@ def test_a_pass_left_early_is_read_again_from_its_start(clicks: Path) -> None:
 def test_a_remote_loader_feeds_tf_data_and_keras(criteo: Path, servers) -> None:
     """TensorFlow and Keras over `stoker serve`: the same batches as over a local loader."""
     import stoker.keras
-    from serve_support import COLUMNS, OPTIONS
+    from stoker_devtools.serve import COLUMNS, OPTIONS
 
     location = servers().location
     expected = list(stoker.Loader(criteo, columns=COLUMNS, **OPTIONS))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 import stoker
-from serve_support import Server
+from stoker_devtools.serve import Server
 
 KW = {"columns": ["row_id", "label", "I1", "C1"], "batch_size": 1000, "seed": 6,
       "shuffle_window": 4000, "num_threads": 2}

@@ -1,5 +1,5 @@
-"""A real S3-compatible server for the tests (moto's server mode, on loopback) and a small
-fault-injecting HTTP proxy of our own in front of it."""
+"""A real S3-compatible server for the tests and benchmarks (moto's server mode, on loopback)
+and a small fault-injecting HTTP proxy of our own in front of it."""
 
 from __future__ import annotations
 

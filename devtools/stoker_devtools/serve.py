@@ -1,4 +1,5 @@
-"""`stoker serve` in a child process on a loopback ephemeral port, for the serve tests."""
+"""`stoker serve` in a child process on a loopback ephemeral port, for the serve tests; and a
+live process's resident memory, descriptors and threads, read from /proc."""
 
 from __future__ import annotations
 
