@@ -5,9 +5,10 @@ event before it uses the batch — no pageable copy, no synchronisation of the w
 
 from __future__ import annotations
 
-import collections
 from collections.abc import Callable
 from typing import Any
+
+from stoker._device.queue import DeviceQueue
 
 
 def check_device(device: str | None, output: str) -> Any:
@@ -35,29 +36,22 @@ def check_device(device: str | None, output: str) -> Any:
 
 
 class DeviceStage:
-    """Keeps up to `depth` batches in flight to `device`: `pull()` starts the copies of the next
-    batches from `source` and hands out the oldest, its event waited on by the current stream.
-    Device memory is bounded by `depth` batches (plus the one the consumer holds)."""
+    """Keeps up to `depth` batches in flight to `device` (queue.py): each copied on a side
+    stream, handed out with its event waited on by the current stream."""
 
     def __init__(self, source: Callable[[], tuple[int, Any] | None], device: Any,
                  depth: int) -> None:
         import torch
         self._torch = torch
-        self._source, self._device, self._depth = source, device, max(1, depth)
+        self._device = device
         self._stream = torch.cuda.Stream(device=device)
-        self._in_flight: collections.deque = collections.deque()  # bound: depth batches
-        self._ended = False
+        self._queue = DeviceQueue(source, depth, self._start_copy, self._hand_out)
 
     def pull(self) -> tuple[int, Any] | None:
-        while not self._ended and len(self._in_flight) < self._depth:
-            item = self._source()
-            if item is None:
-                self._ended = True
-            else:
-                self._in_flight.append(self._start_copy(*item))
-        if not self._in_flight:
-            return None
-        rows, host, on_device, event = self._in_flight.popleft()
+        return self._queue.pull()
+
+    def _hand_out(self, entry: tuple[int, Any, Any, Any]) -> tuple[int, Any]:
+        rows, host, on_device, event = entry
         # The pinned buffers go back to the engine's pool (and into a later batch) once `host`
         # is dropped, and torch does not guard memory it did not allocate: wait for this
         # batch's copy first. Started `depth` batches ago, it has normally long finished.

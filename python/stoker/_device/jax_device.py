@@ -6,9 +6,10 @@ batches ahead of the consumer."""
 
 from __future__ import annotations
 
-import collections
 from collections.abc import Callable
 from typing import Any
+
+from stoker._device.queue import DeviceQueue
 
 
 def target(device: str | None) -> Any | None:
@@ -33,25 +34,17 @@ def target(device: str | None) -> Any | None:
 
 
 class DeviceStage:
-    """Keeps up to ``depth`` batches in flight to ``device``: each ``pull()`` dispatches the
-    copies of the next batches from ``source`` and hands out the oldest. Device memory is
-    bounded by ``depth`` batches (plus the one the consumer holds)."""
+    """Keeps up to ``depth`` batches in flight to ``device`` (queue.py): each is put there with
+    ``jax.device_put``, handed out as it is."""
 
     def __init__(self, source: Callable[[], tuple[int, Any] | None], device: Any,
                  depth: int) -> None:
         import jax
 
-        self._put = jax.device_put
-        self._source, self._device, self._depth = source, device, max(1, depth)
-        self._in_flight: collections.deque = collections.deque()  # bound: depth batches
-        self._ended = False
+        def start(rows: int, host: Any) -> tuple[int, Any]:
+            return rows, jax.device_put(host, device)
+
+        self._queue = DeviceQueue(source, depth, start, lambda entry: entry)
 
     def pull(self) -> tuple[int, Any] | None:
-        while not self._ended and len(self._in_flight) < self._depth:
-            item = self._source()
-            if item is None:
-                self._ended = True
-            else:
-                rows, host = item
-                self._in_flight.append((rows, self._put(host, self._device)))
-        return self._in_flight.popleft() if self._in_flight else None
+        return self._queue.pull()
