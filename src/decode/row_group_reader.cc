@@ -60,6 +60,40 @@ arrow::Status CheckChunks(const Manifest& manifest, const Unit& unit,
   });
 }
 
+// Opens the unit's file and starts reading `fetch`'s leaves of its row group on `io`
+// (pre-buffered; fetch->ready completes once they are in memory), counted in `stats` and,
+// when given, kept in `log` for their checksums. May throw (CatchAll it).
+arrow::Status StartReading(const Manifest& manifest, const Unit& unit,
+                           const arrow::io::IOContext& io, Stats* stats,
+                           const std::shared_ptr<ReadLog>& log, RowGroupFetch* fetch) {
+  const ManifestFile& file = manifest.files()[unit.file];
+  // Opening by FileInfo skips a metadata request (the size is known from the listing).
+  arrow::fs::FileInfo info(file.source.path, arrow::fs::FileType::File);
+  info.set_size(file.source.size);
+  ARROW_ASSIGN_OR_RAISE(auto input, file.source.filesystem->OpenInputFile(info));
+  auto counted =
+      std::make_shared<CountingFile>(std::move(input), stats, RequestKind::kData, log, io.pool());
+  const std::vector<int> row_groups{unit.row_group};
+  ARROW_ASSIGN_OR_RAISE(auto metadata, manifest.FileMetadata(unit.file));
+  BEGIN_PARQUET_CATCH_EXCEPTIONS
+  fetch->reader =
+      parquet::ParquetFileReader::Open(counted, parquet::ReaderProperties(io.pool()), metadata);
+  auto row_group = metadata->RowGroup(unit.row_group);
+  fetch->first_byte = file.source.size;
+  for (int leaf : fetch->leaves) {
+    const ChunkRange range = ChunkRangeOf(*row_group->ColumnChunk(leaf));
+    fetch->bytes_needed += range.length;
+    fetch->first_byte = std::min(fetch->first_byte, range.start);
+    fetch->end_byte = std::max(fetch->end_byte, range.start + range.length);
+  }
+  // Pre-buffered bytes live as long as this reader: one reader per unit frees them when
+  // the unit is decoded (docs/design.md, "Building on the pyarrow wheel").
+  fetch->reader->PreBuffer(row_groups, fetch->leaves, io, arrow::io::CacheOptions::Defaults());
+  fetch->ready = fetch->reader->WhenBuffered(row_groups, fetch->leaves);
+  END_PARQUET_CATCH_EXCEPTIONS
+  return arrow::Status::OK();
+}
+
 arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetchUnchecked(const Manifest& manifest,
                                                                   const Unit& unit,
                                                                   std::vector<int> columns,
@@ -85,33 +119,7 @@ arrow::Result<std::shared_ptr<RowGroupFetch>> StartFetchUnchecked(const Manifest
   };
   auto verified = by_checksums ? arrow::Future<>::MakeFinished() : verify();
   auto log = by_checksums ? std::make_shared<ReadLog>() : nullptr;
-  auto start_reading = [&]() -> arrow::Status {
-    // Opening by FileInfo skips a metadata request (the size is known from the listing).
-    arrow::fs::FileInfo info(file.source.path, arrow::fs::FileType::File);
-    info.set_size(file.source.size);
-    ARROW_ASSIGN_OR_RAISE(auto input, file.source.filesystem->OpenInputFile(info));
-    auto counted =
-        std::make_shared<CountingFile>(std::move(input), stats, RequestKind::kData, log, io.pool());
-    const std::vector<int> row_groups{unit.row_group};
-    ARROW_ASSIGN_OR_RAISE(auto metadata, manifest.FileMetadata(unit.file));
-    BEGIN_PARQUET_CATCH_EXCEPTIONS
-    fetch->reader =
-        parquet::ParquetFileReader::Open(counted, parquet::ReaderProperties(io.pool()), metadata);
-    auto row_group = metadata->RowGroup(unit.row_group);
-    fetch->first_byte = file.source.size;
-    for (int leaf : fetch->leaves) {
-      const ChunkRange range = ChunkRangeOf(*row_group->ColumnChunk(leaf));
-      fetch->bytes_needed += range.length;
-      fetch->first_byte = std::min(fetch->first_byte, range.start);
-      fetch->end_byte = std::max(fetch->end_byte, range.start + range.length);
-    }
-    // Pre-buffered bytes live as long as this reader: one reader per unit frees them when
-    // the unit is decoded (docs/design.md, "Building on the pyarrow wheel").
-    fetch->reader->PreBuffer(row_groups, fetch->leaves, io, arrow::io::CacheOptions::Defaults());
-    fetch->ready = fetch->reader->WhenBuffered(row_groups, fetch->leaves);
-    END_PARQUET_CATCH_EXCEPTIONS
-    return arrow::Status::OK();
-  };
+  auto start_reading = [&] { return StartReading(manifest, unit, io, stats, log, fetch.get()); };
   if (const arrow::Status started = CatchAll(start_reading); !started.ok()) {
     // A file that cannot be opened, or not read as its footer says: the check, when there
     // is one, says why (removed, rewritten).

@@ -276,25 +276,15 @@ arrow::Result<std::optional<std::vector<Footer>>> FootersFromIndex(DatasetIndex 
   return footers;
 }
 
-arrow::Result<IndexReport> WriteDatasetIndex(const std::string& source,
-                                             const StorageOptions& storage, bool overwrite,
-                                             bool checksums) {
-  ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveSourceList({source}, storage));
-  const ResolvedSource& dir = resolved[0];
-  if (dir.root.empty()) {
-    return arrow::Status::Invalid("source '", source,
-                                  "': an index is written for a directory, not a file or glob");
-  }
-  const auto& fs = dir.files[0].filesystem;
-  IndexReport report;
-  report.path = dir.root + "/" + kSummaryFileName;
-  if (fs->type_name() != "local") report.path = fs->type_name() + "://" + report.path;
-  if (!dir.summary.path.empty() && !overwrite) {
-    return arrow::Status::Invalid("'", report.path,
-                                  "' exists; pass --overwrite (overwrite=True) to replace it");
-  }
-  ARROW_ASSIGN_OR_RAISE(auto footers,
-                        ReadFooters(dir.files, storage.ResolvedMetadataThreads(), nullptr));
+namespace {
+
+// The summary file of `dir`'s files (their `footers`, in order): one schema, each file's row
+// groups with its path, the file list (size, mtime, path) and with `checksums` each column
+// chunk's checksum in its key-value metadata. Counts the row groups and checksummed bytes
+// in `report`.
+arrow::Result<std::shared_ptr<parquet::FileMetaData>> BuildSummary(
+    const ResolvedSource& dir, const std::vector<Footer>& footers, const StorageOptions& storage,
+    bool checksums, IndexReport* report) {
   std::ostringstream file_list;
   std::shared_ptr<parquet::FileMetaData> summary;
   auto built = CatchAll([&]() -> arrow::Status {
@@ -326,7 +316,7 @@ arrow::Result<IndexReport> WriteDatasetIndex(const std::string& source,
     if (checksums) {
       ARROW_ASSIGN_OR_RAISE(auto lines,
                             ChecksumLines(dir, decoded, storage.ResolvedMetadataThreads(),
-                                          &report.bytes_checksummed));
+                                          &report->bytes_checksummed));
       kv->Append(kIndexChecksumsKey, lines);
     }
     auto properties = parquet::WriterProperties::Builder()
@@ -336,27 +326,59 @@ arrow::Result<IndexReport> WriteDatasetIndex(const std::string& source,
     summary = parquet::FileMetaDataBuilder::Make(first.schema(), properties)->Finish(kv);
     for (const auto& metadata : decoded) {
       summary->AppendRowGroups(*metadata);
-      report.row_groups += metadata->num_row_groups();
+      report->row_groups += metadata->num_row_groups();
     }
     END_PARQUET_CATCH_EXCEPTIONS
     return arrow::Status::OK();
   });
   ARROW_RETURN_NOT_OK(built);
-  // Local: written beside and renamed into place, so a reader never sees half of it. Object
-  // stores make a PUT visible only once it is complete.
+  return summary;
+}
+
+// Writes `summary` as `dir`'s summary file, its size into `report`. Local: written beside
+// and renamed into place, so a reader never sees half of it. Object stores make a PUT
+// visible only once it is complete.
+arrow::Status WriteSummary(const ResolvedSource& dir, const parquet::FileMetaData& summary,
+                           IndexReport* report) {
+  const auto& fs = dir.files[0].filesystem;
   const std::string target = dir.root + "/" + kSummaryFileName;
   const bool local = fs->type_name() == "local";
   const std::string written =
       local ? dir.root + "/._metadata.stoker-" + std::to_string(getpid()) : target;
   auto write = [&]() -> arrow::Status {
     ARROW_ASSIGN_OR_RAISE(auto out, fs->OpenOutputStream(written));
-    ARROW_RETURN_NOT_OK(parquet::arrow::WriteMetaDataFile(*summary, out.get()));
-    ARROW_ASSIGN_OR_RAISE(report.bytes, out->Tell());
+    ARROW_RETURN_NOT_OK(parquet::arrow::WriteMetaDataFile(summary, out.get()));
+    ARROW_ASSIGN_OR_RAISE(report->bytes, out->Tell());
     ARROW_RETURN_NOT_OK(out->Close());
     if (local) ARROW_RETURN_NOT_OK(fs->Move(written, target));
     return arrow::Status::OK();
   };
-  ARROW_RETURN_NOT_OK(ExplainStorageError(CatchAll(write), report.path));
+  return ExplainStorageError(CatchAll(write), report->path);
+}
+
+}  // namespace
+
+arrow::Result<IndexReport> WriteDatasetIndex(const std::string& source,
+                                             const StorageOptions& storage, bool overwrite,
+                                             bool checksums) {
+  ARROW_ASSIGN_OR_RAISE(auto resolved, ResolveSourceList({source}, storage));
+  const ResolvedSource& dir = resolved[0];
+  if (dir.root.empty()) {
+    return arrow::Status::Invalid("source '", source,
+                                  "': an index is written for a directory, not a file or glob");
+  }
+  const auto& fs = dir.files[0].filesystem;
+  IndexReport report;
+  report.path = dir.root + "/" + kSummaryFileName;
+  if (fs->type_name() != "local") report.path = fs->type_name() + "://" + report.path;
+  if (!dir.summary.path.empty() && !overwrite) {
+    return arrow::Status::Invalid("'", report.path,
+                                  "' exists; pass --overwrite (overwrite=True) to replace it");
+  }
+  ARROW_ASSIGN_OR_RAISE(auto footers,
+                        ReadFooters(dir.files, storage.ResolvedMetadataThreads(), nullptr));
+  ARROW_ASSIGN_OR_RAISE(auto summary, BuildSummary(dir, footers, storage, checksums, &report));
+  ARROW_RETURN_NOT_OK(WriteSummary(dir, *summary, &report));
   report.files = static_cast<int64_t>(dir.files.size());
   return report;
 }
