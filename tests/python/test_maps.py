@@ -17,7 +17,10 @@ REPO = Path(__file__).resolve().parent.parent.parent
 # that holds such files must list them in its README.md. One line per root.
 ROOTS = [
     ("src", (".h", ".cc")),
+    ("python/stoker", (".py",)),
 ]
+# Folders whose map is not their own README.md: the package's is python/README.md.
+README_OF = {"python/stoker": "python/README.md"}
 
 
 def _folders(root: str, extensions: tuple[str, ...]) -> list[Path]:
@@ -44,7 +47,7 @@ def test_every_source_file_is_in_its_folders_readme(root: str,
     assert folders, f"no {'/'.join(extensions)} files under {REPO / root}"
     missing = []
     for folder in folders:
-        readme = folder / "README.md"
+        readme = REPO / README_OF.get(str(folder.relative_to(REPO)), folder / "README.md")
         sources = sorted(path for path in folder.iterdir() if path.suffix in extensions)
         if not readme.exists():
             missing.append(f"{readme.relative_to(REPO)} (missing): "

@@ -2,7 +2,7 @@
 the fleet local first (``RemoteLoader(fleet, local=True)``) report each window's stall and
 where they waited; the fleet's controller asks this policy, at most once per interval, for
 the number of servers. No Ray here: the policy is a pure function of the reports and the
-clock, tested on its own (tests/python/test_fleet_autoscale.py)."""
+clock, tested on its own (tests/python/test_local_first.py)."""
 
 from __future__ import annotations
 
