@@ -315,6 +315,108 @@ nb::object Tensor(const void* data, std::vector<size_t> shape, std::shared_ptr<a
   return array.cast();
 }
 
+// The KJT's lengths, key-major (keys x B), and the per-key totals on the host.
+struct KeyLengths {
+  std::shared_ptr<arrow::Buffer> lengths;
+  nb::list length_per_key, offset_per_key;
+  int64_t total = 0;  // values over every key
+};
+
+KeyLengths LengthsOf(const std::vector<KeyColumn>& keys, const std::vector<std::string>& names,
+                     int64_t n, arrow::MemoryPool* pool) {
+  KeyLengths out;
+  out.lengths = ValueOrThrow(arrow::AllocateBuffer(keys.size() * n * sizeof(int32_t), pool));
+  auto* length = reinterpret_cast<int32_t*>(out.lengths->mutable_data());
+  out.offset_per_key.append(0);
+  for (size_t k = 0; k < keys.size(); ++k) {
+    const KeyColumn& key = keys[k];
+    int32_t* lengths = length + k * n;
+    if (!key.list) {
+      std::fill(lengths, lengths + n, 1);
+    } else if (key.data->GetNullCount() == 0 && key.data->type->id() == arrow::Type::LIST) {
+      const int32_t* offsets = key.data->GetValues<int32_t>(1);
+      for (int64_t i = 0; i < n; ++i) lengths[i] = offsets[i + 1] - offsets[i];
+    } else {
+      for (int64_t i = 0; i < n; ++i) {
+        const int64_t l = LengthAt(key, i);
+        if (l > std::numeric_limits<int32_t>::max()) {
+          throw StatusError(arrow::Status::Invalid("torchrec key '", names[k], "': row ", i,
+                                                   " holds ", l, " ids, past int32 lengths"));
+        }
+        lengths[i] = static_cast<int32_t>(l);
+      }
+    }
+    out.total += key.total;
+    out.length_per_key.append(key.total);
+    out.offset_per_key.append(out.total);
+  }
+  return out;
+}
+
+// The KJT's values, `total` of them: the engine's shared buffer when the keys lie in it
+// key-major, else one copy.
+nb::object ValuesTensor(const std::vector<KeyColumn>& keys,
+                        const std::vector<const KeyColumn*>& key_ptrs, const KjtSpec& spec,
+                        int64_t total, arrow::MemoryPool* pool) {
+  const auto values_type = spec.values_int64 ? arrow::int64() : arrow::int32();
+  const uint8_t* first = nullptr;
+  std::shared_ptr<arrow::Buffer> values_owner = SharedValues(keys, *values_type, &first);
+  if (values_owner == nullptr) {
+    values_owner = spec.values_int64
+                       ? ValueOrThrow(CopyValues<int64_t>(key_ptrs, key_ptrs, spec.keys, pool))
+                       : ValueOrThrow(CopyValues<int32_t>(key_ptrs, key_ptrs, spec.keys, pool));
+    first = values_owner->data();
+  }
+  const nb::dlpack::dtype id_dtype =
+      spec.values_int64 ? nb::dtype<int64_t>() : nb::dtype<int32_t>();
+  return Tensor(first, {static_cast<size_t>(total)}, std::move(values_owner), id_dtype);
+}
+
+// The KJT's weights (None when no key is weighted): each weighted key's paired list, its
+// lengths checked against the key's; an unweighted key's values weigh 1.
+nb::object WeightsTensor(const arrow::RecordBatch& batch, const KjtSpec& spec,
+                         const std::vector<KeyColumn>& keys,
+                         const std::vector<const KeyColumn*>& key_ptrs, int64_t total,
+                         arrow::MemoryPool* pool) {
+  bool weighted = false;
+  for (const std::string& w : spec.weights) weighted = weighted || !w.empty();
+  if (!weighted) return nb::none();
+  const int64_t n = batch.num_rows();
+  const size_t num_keys = keys.size();
+  std::vector<KeyColumn> weight_columns(num_keys);
+  std::vector<const KeyColumn*> weight_ptrs(num_keys, nullptr);
+  std::vector<std::string> weight_names(num_keys);
+  for (size_t k = 0; k < num_keys; ++k) {
+    if (spec.weights[k].empty()) continue;
+    weight_columns[k] = ValueOrThrow(KeyOf(batch, spec.weights[k], "weights", true));
+    if (!weight_columns[k].list) {
+      throw StatusError(arrow::Status::TypeError("torchrec weights '", spec.weights[k],
+                                                 "' must be a list column paired with key '",
+                                                 spec.keys[k], "'"));
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t have = LengthAt(weight_columns[k], i), want = LengthAt(keys[k], i);
+      if (have != want) {
+        throw StatusError(arrow::Status::Invalid(
+            "torchrec weights '", spec.weights[k], "' of key '", spec.keys[k], "': row ", i,
+            " of the batch has ", have, " weights for ", want, " ids"));
+      }
+    }
+    weight_ptrs[k] = &weight_columns[k];
+    weight_names[k] = spec.weights[k];
+  }
+  std::shared_ptr<arrow::Buffer> owner;
+  const uint8_t* at = nullptr;
+  if (std::find(weight_ptrs.begin(), weight_ptrs.end(), nullptr) == weight_ptrs.end()) {
+    owner = SharedValues(weight_columns, *arrow::float32(), &at);
+  }
+  if (owner == nullptr) {
+    owner = ValueOrThrow(CopyValues<float>(weight_ptrs, key_ptrs, weight_names, pool));
+    at = owner->data();
+  }
+  return Tensor(at, {static_cast<size_t>(total)}, std::move(owner), nb::dtype<float>());
+}
+
 }  // namespace
 
 KjtSpec MakeKjtSpec(std::vector<std::string> keys, std::vector<std::string> weights,
@@ -341,95 +443,15 @@ KjtSpec MakeKjtSpec(std::vector<std::string> keys, std::vector<std::string> weig
 nb::tuple ToKjtParts(const arrow::RecordBatch& batch, const KjtSpec& spec,
                      arrow::MemoryPool* pool) {
   const int64_t n = batch.num_rows();
-  const size_t num_keys = spec.keys.size();
   std::vector<KeyColumn> keys;
   for (const std::string& name : spec.keys) {
     keys.push_back(ValueOrThrow(KeyOf(batch, name, "key", false)));
   }
-  // Lengths, key-major, and the per-key totals on the host.
-  auto lengths = ValueOrThrow(arrow::AllocateBuffer(num_keys * n * sizeof(int32_t), pool));
-  auto* length = reinterpret_cast<int32_t*>(lengths->mutable_data());
-  nb::list length_per_key, offset_per_key;
-  int64_t total = 0;
-  offset_per_key.append(0);
-  for (size_t k = 0; k < num_keys; ++k) {
-    const KeyColumn& key = keys[k];
-    int32_t* out = length + k * n;
-    if (!key.list) {
-      std::fill(out, out + n, 1);
-    } else if (key.data->GetNullCount() == 0 && key.data->type->id() == arrow::Type::LIST) {
-      const int32_t* offsets = key.data->GetValues<int32_t>(1);
-      for (int64_t i = 0; i < n; ++i) out[i] = offsets[i + 1] - offsets[i];
-    } else {
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t l = LengthAt(key, i);
-        if (l > std::numeric_limits<int32_t>::max()) {
-          throw StatusError(arrow::Status::Invalid("torchrec key '", spec.keys[k], "': row ", i,
-                                                   " holds ", l, " ids, past int32 lengths"));
-        }
-        out[i] = static_cast<int32_t>(l);
-      }
-    }
-    total += key.total;
-    length_per_key.append(key.total);
-    offset_per_key.append(total);
-  }
-
-  // Values: the engine's shared buffer when the keys lie in it key-major, else one copy.
-  const auto values_type = spec.values_int64 ? arrow::int64() : arrow::int32();
   std::vector<const KeyColumn*> key_ptrs;
   for (const KeyColumn& key : keys) key_ptrs.push_back(&key);
-  const uint8_t* first = nullptr;
-  std::shared_ptr<arrow::Buffer> values_owner = SharedValues(keys, *values_type, &first);
-  if (values_owner == nullptr) {
-    values_owner = spec.values_int64
-                       ? ValueOrThrow(CopyValues<int64_t>(key_ptrs, key_ptrs, spec.keys, pool))
-                       : ValueOrThrow(CopyValues<int32_t>(key_ptrs, key_ptrs, spec.keys, pool));
-    first = values_owner->data();
-  }
-  const nb::dlpack::dtype id_dtype =
-      spec.values_int64 ? nb::dtype<int64_t>() : nb::dtype<int32_t>();
-  nb::object values = Tensor(first, {static_cast<size_t>(total)}, values_owner, id_dtype);
-
-  // Weights: each weighted key's paired list, its lengths checked against the key's.
-  nb::object weights = nb::none();
-  bool weighted = false;
-  for (const std::string& w : spec.weights) weighted = weighted || !w.empty();
-  if (weighted) {
-    std::vector<KeyColumn> weight_columns(num_keys);
-    std::vector<const KeyColumn*> weight_ptrs(num_keys, nullptr);
-    std::vector<std::string> weight_names(num_keys);
-    for (size_t k = 0; k < num_keys; ++k) {
-      if (spec.weights[k].empty()) continue;
-      weight_columns[k] = ValueOrThrow(KeyOf(batch, spec.weights[k], "weights", true));
-      if (!weight_columns[k].list) {
-        throw StatusError(arrow::Status::TypeError("torchrec weights '", spec.weights[k],
-                                                   "' must be a list column paired with key '",
-                                                   spec.keys[k], "'"));
-      }
-      for (int64_t i = 0; i < n; ++i) {
-        const int64_t have = LengthAt(weight_columns[k], i), want = LengthAt(keys[k], i);
-        if (have != want) {
-          throw StatusError(arrow::Status::Invalid(
-              "torchrec weights '", spec.weights[k], "' of key '", spec.keys[k], "': row ", i,
-              " of the batch has ", have, " weights for ", want, " ids"));
-        }
-      }
-      weight_ptrs[k] = &weight_columns[k];
-      weight_names[k] = spec.weights[k];
-    }
-    std::shared_ptr<arrow::Buffer> owner;
-    const uint8_t* at = nullptr;
-    if (std::find(weight_ptrs.begin(), weight_ptrs.end(), nullptr) == weight_ptrs.end()) {
-      owner = SharedValues(weight_columns, *arrow::float32(), &at);
-    }
-    if (owner == nullptr) {
-      owner = ValueOrThrow(CopyValues<float>(weight_ptrs, key_ptrs, weight_names, pool));
-      at = owner->data();
-    }
-    weights = Tensor(at, {static_cast<size_t>(total)}, owner, nb::dtype<float>());
-  }
-
+  KeyLengths lengths = LengthsOf(keys, spec.keys, n, pool);
+  nb::object values = ValuesTensor(keys, key_ptrs, spec, lengths.total, pool);
+  nb::object weights = WeightsTensor(batch, spec, keys, key_ptrs, lengths.total, pool);
   nb::object dense = nb::none(), labels = nb::none();
   if (!spec.dense.empty()) {
     Matrix m = ValueOrThrow(FloatMatrix(batch, spec.dense, "dense", pool));
@@ -442,12 +464,11 @@ nb::tuple ToKjtParts(const arrow::RecordBatch& batch, const KjtSpec& spec,
     if (m.width > 1) shape.push_back(static_cast<size_t>(m.width));
     labels = Tensor(m.data, shape, m.owner, nb::dtype<float>());
   }
-  const uint8_t* lengths_data = lengths->data();
-  nb::object lengths_tensor =
-      Tensor(lengths_data, {num_keys * static_cast<size_t>(n)},
-             std::shared_ptr<arrow::Buffer>(std::move(lengths)), nb::dtype<int32_t>());
-  return nb::make_tuple(values, lengths_tensor, weights, length_per_key, offset_per_key, dense,
-                        labels, n);
+  const uint8_t* lengths_data = lengths.lengths->data();
+  nb::object lengths_tensor = Tensor(lengths_data, {keys.size() * static_cast<size_t>(n)},
+                                     std::move(lengths.lengths), nb::dtype<int32_t>());
+  return nb::make_tuple(values, lengths_tensor, weights, lengths.length_per_key,
+                        lengths.offset_per_key, dense, labels, n);
 }
 
 void BindKjt(nb::module_& m) {

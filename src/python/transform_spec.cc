@@ -122,15 +122,8 @@ constexpr KeyField<int64_t> kIntegerKeys[] = {{"num_buckets", &TransformOp::num_
                                               {"length", &TransformOp::length},
                                               {"size", &TransformOp::size}};
 
-TransformOp OpFromSpec(size_t index, nb::handle item, const nb::module_& os) {
-  const std::string position = "transform " + std::to_string(index);
-  if (!nb::isinstance<nb::dict>(item) || !nb::borrow<nb::dict>(item).contains("op")) {
-    throw nb::type_error(
-        (position + ": expected a dict with an 'op' key, got " + Repr(item)).c_str());
-  }
-  // A copy: singular keys are rewritten below.
-  nb::dict spec = nb::steal<nb::dict>(PyDict_Copy(item.ptr()));
-  nb::handle name_value = spec["op"];
+// The op `name_value` names; a ValueError listing the ops otherwise.
+const OpDescriptor& FindOp(const std::string& position, nb::handle name_value) {
   const OpDescriptor* descriptor = nullptr;
   std::string names;
   for (const OpDescriptor* op : AllOps()) {
@@ -143,23 +136,26 @@ TransformOp OpFromSpec(size_t index, nb::handle item, const nb::module_& os) {
     throw nb::value_error(
         (position + ": unknown op " + Repr(name_value) + "; the ops are " + names).c_str());
   }
-  const std::string label = position + " (" + descriptor->name + ")";
+  return *descriptor;
+}
 
+// Rewrites a single item given for a list key ("column" for drop's "columns") as a list of
+// one, then checks `spec` names only keys the op takes and every key it requires.
+void CheckKeys(const OpDescriptor& descriptor, const std::string& label, nb::dict* spec) {
   std::set<std::string> allowed;
   std::vector<std::string> required;
-  for (const OpParam& param : descriptor->params) {
+  for (const OpParam& param : descriptor.params) {
     allowed.insert(param.key);
     if (param.required) required.push_back(param.key);
-    // A single item given for a list key ("column" for drop's "columns").
-    if (param.singular != nullptr && spec.contains(param.singular) && !spec.contains(param.key)) {
+    if (param.singular != nullptr && spec->contains(param.singular) && !spec->contains(param.key)) {
       nb::list one;
-      one.append(spec[param.singular]);
-      spec[param.key] = one;
-      PyDict_DelItemString(spec.ptr(), param.singular);
+      one.append((*spec)[param.singular]);
+      (*spec)[param.key] = one;
+      PyDict_DelItemString(spec->ptr(), param.singular);
     }
   }
   std::vector<std::string> unknown;
-  for (auto [key, value] : spec) {
+  for (auto [key, value] : *spec) {
     const std::string text = nb::isinstance<nb::str>(key) ? nb::cast<std::string>(key) : Repr(key);
     if (text != "op" && !allowed.contains(text)) unknown.push_back(text);
   }
@@ -171,14 +167,17 @@ TransformOp OpFromSpec(size_t index, nb::handle item, const nb::module_& os) {
   }
   std::vector<std::string> missing;
   for (const std::string& key : required) {
-    if (!spec.contains(key.c_str())) missing.push_back(key);
+    if (!spec->contains(key.c_str())) missing.push_back(key);
   }
   if (!missing.empty()) throw nb::value_error((label + ": missing " + Join(missing)).c_str());
+}
 
-  // Keys left out keep TransformOp's defaults.
+// The TransformOp of a checked `spec`: keys left out keep TransformOp's defaults.
+TransformOp ReadOp(const OpDescriptor& descriptor, nb::dict spec, const std::string& label,
+                   const nb::module_& os) {
   const SpecReader read(spec, label);
   TransformOp op;
-  op.kind = descriptor->kind;
+  op.kind = descriptor.kind;
   if (read.Has("column")) op.columns = {read.Name("column", "a column name")};
   if (read.Has("columns")) op.columns = read.Names("columns");
   if (read.Has("key")) op.key = read.Name("key", "a column name");
@@ -204,6 +203,20 @@ TransformOp OpFromSpec(size_t index, nb::handle item, const nb::module_& os) {
   }
   if (read.Has("path")) op.path = nb::cast<std::string>(os.attr("fsdecode")(spec["path"]));
   return op;
+}
+
+TransformOp OpFromSpec(size_t index, nb::handle item, const nb::module_& os) {
+  const std::string position = "transform " + std::to_string(index);
+  if (!nb::isinstance<nb::dict>(item) || !nb::borrow<nb::dict>(item).contains("op")) {
+    throw nb::type_error(
+        (position + ": expected a dict with an 'op' key, got " + Repr(item)).c_str());
+  }
+  // A copy: singular keys are rewritten (CheckKeys).
+  nb::dict spec = nb::steal<nb::dict>(PyDict_Copy(item.ptr()));
+  const OpDescriptor& descriptor = FindOp(position, spec["op"]);
+  const std::string label = position + " (" + descriptor.name + ")";
+  CheckKeys(descriptor, label, &spec);
+  return ReadOp(descriptor, spec, label, os);
 }
 
 }  // namespace
