@@ -18,30 +18,9 @@ from prometheus_client import start_http_server as _start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.registry import Collector
 
+from stoker._loading.stats_keys import CORE, ENGINE
+
 __all__ = ["LoaderCollector", "ServerCollector", "register", "start_http_server"]
-
-# stats() counters exported as Prometheus counters: (key, metric name, help).
-_COUNTERS = [
-    ("rows", "stoker_rows", "Rows delivered to the consumer."),
-    ("batches", "stoker_batches", "Batches delivered to the consumer."),
-    ("units_read", "stoker_units_read", "Row groups read from the source."),
-    ("bytes_read", "stoker_bytes_read", "Compressed bytes of the column chunks read."),
-    ("requests", "stoker_requests", "Read requests made to the store."),
-    ("retries", "stoker_retries", "Retries of failed store requests."),
-    ("read_seconds", "stoker_read_seconds", "Thread-seconds fetching bytes."),
-    ("decode_seconds", "stoker_decode_seconds", "Thread-seconds decoding row groups."),
-    ("transform_seconds", "stoker_transform_seconds",
-     "Thread-seconds filtering and transforming row groups."),
-    ("assemble_seconds", "stoker_assemble_seconds", "Thread-seconds assembling batches."),
-    ("wait_seconds", "stoker_wait_seconds",
-     "Wall seconds the consumer waited for its next batch (the data stall)."),
-    ("cache_hits", "stoker_cache_hits", "Disk cache lookups that found a sound entry."),
-    ("cache_misses", "stoker_cache_misses", "Disk cache lookups that found none."),
-    ("cache_evictions", "stoker_cache_evictions", "Disk cache entries evicted."),
-    ("cache_corrupt", "stoker_cache_corrupt", "Damaged disk cache entries found and rebuilt."),
-    ("skipped_rows", "stoker_skipped_rows", "Rows left out under on_error='skip'."),
-]
-
 
 class LoaderCollector(Collector):
     """Reads ``stats()`` of a Loader or RemoteLoader-like object at every scrape.
@@ -58,11 +37,13 @@ class LoaderCollector(Collector):
     def collect(self) -> Iterator[Any]:
         stats = self._stats()
         names, values = list(self._labels), list(self._labels.values())
-        for key, name, doc in _COUNTERS:
-            if key in stats:
-                family = CounterMetricFamily(name, doc, labels=names)
-                family.add_metric(values, stats[key])
-                yield family
+        for stat in CORE + ENGINE:  # the keys this loader's stats() has
+            if stats.get(stat.key) is None:
+                continue
+            kind = CounterMetricFamily if stat.kind == "counter" else GaugeMetricFamily
+            family = kind(stat.metric, stat.help, labels=names)
+            family.add_metric(values, stats[stat.key])
+            yield family
         yield from self._gauges(stats, names, values)
         wait = stats.get("wait_per_batch")
         if wait:
@@ -70,22 +51,7 @@ class LoaderCollector(Collector):
 
     @staticmethod
     def _gauges(stats: dict[str, Any], names: list[str], values: list[str]) -> Iterator[Any]:
-        gauges = [
-            ("recent_rows_per_second", "stoker_recent_rows_per_second",
-             "Rows per second over the last 10 s."),
-            ("cache_hit_rate", "stoker_cache_hit_rate", "Disk cache hits over lookups."),
-            ("threads", "stoker_threads", "The loader's worker threads."),
-            ("io_threads", "stoker_io_threads", "The loader's I/O threads."),
-            ("units_in_flight_peak", "stoker_units_in_flight_peak",
-             "The most row groups in flight (fetching, queued or decoding) at once."),
-            ("units_in_flight_mean", "stoker_units_in_flight_mean",
-             "Row groups in flight on average over the time any was."),
-        ]
-        for key, name, doc in gauges:
-            if stats.get(key) is not None:
-                family = GaugeMetricFamily(name, doc, labels=names)
-                family.add_metric(values, stats[key])
-                yield family
+        """The gauges made of more than one key's value."""
         budget = stats.get("cpu_budget")
         if budget:
             family = GaugeMetricFamily("stoker_cpu_budget",

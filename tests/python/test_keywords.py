@@ -41,11 +41,72 @@ def test_every_keyword_is_documented_once_in_signature_order(cls: type) -> None:
     assert len(set(documented)) == len(documented)
 
 
-def test_each_definition_names_loader_keywords_and_the_loader_uses_each() -> None:
-    loader = set(_keywords_of(stoker.Loader))
+def test_each_definition_names_loader_keywords_and_the_loaders_use_each() -> None:
     defined = [name for keyword in KEYWORDS for name in keyword.names]
     assert len(set(defined)) == len(defined)
-    assert set(defined) == loader
+    taken = {"source", "mixture", "servers"}  # the first arguments
+    for cls in CLASSES:
+        taken |= set(_keywords_of(cls))
+    assert set(defined) == taken
+
+
+@pytest.mark.parametrize("cls", CLASSES, ids=lambda c: c.__name__)
+def test_each_signature_is_keywords_in_its_order(cls: type) -> None:
+    """The three signatures come from KEYWORDS, in its order: the same keyword sits at the same
+    place relative to the others in each."""
+    assert _keywords_of(cls)[1:] == _keywords.names_of(cls.__name__)  # after the first
+    order = [name for keyword in KEYWORDS for name in keyword.names]
+    assert _keywords_of(cls) == sorted(_keywords_of(cls), key=order.index)
+    assert inspect.signature(cls) == inspect.signature(cls.__init__).replace(
+        parameters=list(inspect.signature(cls.__init__).parameters.values())[1:])
+
+
+def test_a_remote_loaders_defaults_are_the_engines_or_the_servers() -> None:
+    signature = inspect.signature(stoker.RemoteLoader)
+    for name in _keywords.names_of("RemoteLoader"):
+        keyword = next(k for k in KEYWORDS if name in k.names)
+        default = signature.parameters[name].default
+        if keyword.served:  # None: whatever the servers were started with
+            assert default is None, name
+        elif name in LOADER_DEFAULTS.fields and keyword.default is _keywords.ENGINE:
+            assert default == getattr(LOADER_DEFAULTS, name), name
+    assert signature.parameters["rank"].default == LOADER_DEFAULTS.rank
+    assert signature.parameters["world_size"].default == LOADER_DEFAULTS.world_size
+
+
+def test_an_option_defined_once_reaches_every_loader_that_takes_it(monkeypatch) -> None:
+    """One Keyword added to KEYWORDS is in each taker's signature, docstring and bound call,
+    with its default, and refused by the loaders that do not take it."""
+    novel = _keywords.Keyword(("novel",), "a new option.", annotation="int", default=7,
+                              takers="LR")
+    monkeypatch.setattr(_keywords, "KEYWORDS", [*KEYWORDS, novel])
+    monkeypatch.setitem(_keywords._BY_NAME, "novel", novel)
+    for loader in ("Loader", "RemoteLoader"):
+        parameter = _keywords.signature(loader).parameters["novel"]
+        assert parameter.default == 7 and parameter.annotation == "int"
+        assert _keywords.bind(loader, {"batch_size": 1})["novel"] == 7
+        assert _keywords.bind(loader, {"batch_size": 1, "novel": 3})["novel"] == 3
+    assert "novel" not in _keywords.signature("MixtureLoader").parameters
+    with pytest.raises(TypeError, match="unexpected keyword argument 'novel'"):
+        _keywords.bind("MixtureLoader", {"batch_size": 1, "novel": 3})
+
+    class Probe:
+        def __init__(self, source: object, **options: object) -> None:
+            pass
+
+    Probe.__name__ = "Loader"
+    _keywords.define(Probe, "Summary.")
+    assert "novel: a new option." in (inspect.getdoc(Probe) or "")
+    assert list(inspect.signature(Probe).parameters)[-1] == "novel"
+
+
+def test_binding_is_pythons_own_refusal() -> None:
+    with pytest.raises(TypeError, match=r"Loader\(\) missing 1 required keyword-only "
+                                        r"argument: 'batch_size'"):
+        stoker.Loader("nowhere.parquet")
+    with pytest.raises(TypeError, match=r"Loader\(\) got an unexpected keyword argument "
+                                        r"'batch_sise'"):
+        stoker.Loader("nowhere.parquet", batch_sise=4)
 
 
 def test_a_mixture_shares_the_loaders_text_for_what_it_does_not_redefine() -> None:

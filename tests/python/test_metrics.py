@@ -15,7 +15,8 @@ import stoker
 from prometheus_client.parser import text_string_to_metric_families
 from pyarrow import flight
 from stoker import metrics
-from stoker_devtools.serve import OPTIONS, Server
+from stoker._loading.stats_keys import CORE
+from stoker_devtools.serve import COLUMNS, OPTIONS, Server
 
 KW = {"columns": ["row_id", "label", "I1"], "batch_size": 1000, "seed": 4}
 
@@ -90,3 +91,22 @@ def test_serve_metrics_port(criteo: Path) -> None:
         assert samples[("stoker_decode_seconds_total", (("role", "server"),))] > 0
     finally:
         server.stop()
+
+
+
+def test_every_loader_has_the_core_stats_keys(criteo: Path, servers) -> None:
+    """rows, batches and wait_seconds (stats_keys.CORE, what stoker.metrics exports) are in
+    every loader's stats(): the Loader's, a MixtureLoader's and a RemoteLoader's, counted as
+    they deliver."""
+    mixture = stoker.Mixture([stoker.Source(criteo, columns=COLUMNS, name="a"),
+                              stoker.Source(criteo, columns=COLUMNS, name="b")])
+    server = servers()
+    loaders = [stoker.Loader(criteo, columns=COLUMNS, **OPTIONS),
+               stoker.Loader(mixture, batch_size=1000),
+               stoker.RemoteLoader(server.location, columns=COLUMNS, **OPTIONS)]
+    for loader in loaders:
+        batches = sum(1 for _ in loader)
+        stats = loader.stats()
+        assert {stat.key for stat in CORE} <= set(stats), type(loader).__name__
+        assert stats["batches"] == batches > 0, type(loader).__name__
+        assert stats["rows"] > 0 and stats["wait_seconds"] > 0.0, type(loader).__name__

@@ -9,6 +9,7 @@ import atexit
 import os
 import queue
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -47,6 +48,14 @@ class _CapsuleBatch:
 
     def __arrow_c_array__(self, requested_schema: Any = None) -> tuple[Any, Any]:
         return self._capsules
+
+
+class WaitClock:
+    """The consumer's wall seconds waiting for batches, summed over epochs, where the engine
+    does not count them itself (a MixtureLoader's reader)."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
 
 
 class EngineReader:
@@ -140,9 +149,10 @@ class EpochIterator(_cursor.EpochIterator):
                  batch_transform: Callable[[Any], Any] | None, prefetch: int,
                  on_close: Callable[[], None] | None = None, device: Any = None,
                  device_prefetch: int = 2, on_short: Callable[[], None] | None = None,
-                 torchrec: Any = None) -> None:
+                 torchrec: Any = None, clock: WaitClock | None = None) -> None:
         super().__init__(progress, epoch.num_batches())
         self._epoch = epoch
+        self._clock = clock
         self._on_close = on_close
         self._reader = EngineReader(epoch, output, on_short, torchrec)
         self._pid = os.getpid()
@@ -167,6 +177,15 @@ class EpochIterator(_cursor.EpochIterator):
                 f"this epoch was started in process {self._pid} and read after a fork in "
                 f"process {os.getpid()}: its worker threads exist only in the parent. Start a "
                 f"new iter(loader) in the child (or create the Loader there)")
+        if self._clock is None:
+            return self._next_item()
+        started = time.perf_counter()
+        try:
+            return self._next_item()
+        finally:
+            self._clock.seconds += time.perf_counter() - started
+
+    def _next_item(self) -> tuple[int, Any] | None:
         if self._device_stage is not None:
             return self._device_stage.pull()
         return self._host_pull()

@@ -4,16 +4,13 @@
 
 from __future__ import annotations
 
-import inspect
 import json
 import logging
 import os
 import warnings
-from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from stoker import _core
 from stoker import torchrec as _torchrec
@@ -24,6 +21,7 @@ from stoker._loading import engine as _engine
 from stoker._loading import epoch as _epoch
 from stoker._loading import mixture as _mixture
 from stoker._loading import tables as _tables
+from stoker._loading.mixture_loader import MixtureLoader
 from stoker._options import convert as _options
 from stoker._options import keywords as _keywords
 
@@ -33,86 +31,54 @@ _log = logging.getLogger("stoker")
 
 
 class Loader(_cursor.EpochLoader):
-    # The docstring is set below the class: its summary and every keyword's doc (_keywords).
+    # The signature and docstring are set below the class, from KEYWORDS (_options/keywords.py).
 
     def __new__(cls, source: Any = None, *args: Any, **kwargs: Any) -> Any:
         # A stoker.Mixture is read by a MixtureLoader (docs/mixtures.md), which takes the
         # same keyword options; Python then calls its own __init__, not this class's.
         if isinstance(source, _mixture.Mixture):
-            from stoker._loading.mixture_loader import MixtureLoader
             return MixtureLoader(source, *args, **kwargs)
         return super().__new__(cls)
 
-    def __init__(
-        self,
-        source: str | os.PathLike | Sequence[str | os.PathLike] | _tables.Table,
-        *,
-        columns: Sequence[str] | None = None,
-        batch_size: int,
-        shuffle: bool = _DEFAULTS.shuffle,
-        seed: int = _DEFAULTS.seed,
-        shuffle_window: int | None = _DEFAULTS.shuffle_window,
-        rank: int = _DEFAULTS.rank,
-        world_size: int = _DEFAULTS.world_size,
-        drop_last: bool = _DEFAULTS.drop_last,
-        mode: str = _DEFAULTS.mode,
-        pad_to_equal_steps: bool = _DEFAULTS.pad_to_equal_steps,
-        with_row_origin: bool = _DEFAULTS.with_row_origin,
-        num_threads: int | str | None = _DEFAULTS.num_threads,
-        prefetch: int | None = _DEFAULTS.prefetch,
-        autotune: bool | dict[str, Any] | None = None,
-        output: str = "numpy",
-        codecs: Sequence[dict[str, Any]] | None = None,
-        transforms: Sequence[dict[str, Any]] | None = None,
-        filter: pc.Expression | None = None,
-        batch_transform: Callable[[Any], Any] | None = None,
-        storage_options: dict[str, Any] | None = None,
-        partitioning: str | pa.Schema | None = None,
-        index: str | None = None,
-        cache_dir: str | os.PathLike | None = None,
-        cache_limit_bytes: int = _DEFAULTS.cache_limit_bytes,
-        cache_policy: str = _DEFAULTS.cache_policy,
-        on_error: str = _DEFAULTS.on_error,
-        max_bad_units: int | None = _DEFAULTS.max_bad_units,
-        max_bad_fraction: float | None = _DEFAULTS.max_bad_fraction,
-        trace: str | os.PathLike | None = None,
-        trace_events: int = _DEFAULTS.trace_events,
-        device: str | None = None,
-        device_prefetch: int = 2,
-        torchrec: Any = None,
-    ) -> None:
+    def __init__(self, source: Any, **options: Any) -> None:
+        # The signature is KEYWORDS' (_options/keywords.py, set below the class).
+        given = _keywords.bind("Loader", options)
+        output, trace, trace_events = given["output"], given["trace"], given["trace_events"]
+        device, device_prefetch = given["device"], given["device_prefetch"]
+        batch_transform, storage_options = given["batch_transform"], given["storage_options"]
         if trace is not None and not trace_events:
-            trace_events = _core.DEFAULT_TRACE_EVENTS
-        features = _torchrec.features_for(output, torchrec)
+            given["trace_events"] = _core.DEFAULT_TRACE_EVENTS
+        features = _torchrec.features_for(output, given["torchrec"])
         # The keyword arguments are named after LoaderOptions' fields and go there by name.
-        options = _options.loader_options(
-            [] if isinstance(source, _tables.Table) else source, storage_options, locals())
+        engine_options = _options.loader_options(
+            [] if isinstance(source, _tables.Table) else source, storage_options, given)
         _epoch.check_python_options(output, batch_transform)
-        if output == "jax":  # JAX's default device unless device= says (_jax_device.py)
+        if output == "jax":  # JAX's default device unless device= says (_device/jax_device.py)
             self._device = _jax_device.target(device)
         else:
             self._device = _cuda.check_device(device, output)
-            options.pinned_output = self._device is not None
+            engine_options.pinned_output = self._device is not None
         if device_prefetch < 1:
             raise ValueError(f"device_prefetch must be >= 1, got {device_prefetch}")
         self._device_prefetch = device_prefetch
         self._output, self._batch_transform = output, batch_transform
-        self._transformed_ahead = prefetch or _epoch.TRANSFORMED_AHEAD
-        self._max_bad = (options.max_bad_units, options.max_bad_fraction)
+        self._transformed_ahead = given["prefetch"] or _epoch.TRANSFORMED_AHEAD
+        self._max_bad = (engine_options.max_bad_units, engine_options.max_bad_fraction)
         self._trace = None if trace is None else os.fspath(trace)
         self._skipped_logged = 0  # skipped units logged so far (stats()["skipped_units"])
         self._table = source if isinstance(source, _tables.Table) else None
         self._storage_options = storage_options
-        self._open_engine(options, source=source, partitioning=partitioning)
+        self._open_engine(engine_options, source=source, partitioning=given["partitioning"])
         self._torchrec = None if features is None else _torchrec.Maker(
             features.check(self._schema))
-        if on_error == "skip":
+        if given["on_error"] == "skip":
             self._log_skipped()  # files whose footers could not be read, left out already
         if self._core.num_batches() == 0:
             warnings.warn(
-                f"this loader delivers no batches: rank {rank} of world_size {world_size} gets "
-                f"no rows of the dataset's {self._core.dataset()['rows']} (world_size above "
-                f"the row count, or drop_last with fewer rows than batch_size={batch_size})",
+                f"this loader delivers no batches: rank {given['rank']} of world_size "
+                f"{given['world_size']} gets no rows of the dataset's "
+                f"{self._core.dataset()['rows']} (world_size above the row count, or "
+                f"drop_last with fewer rows than batch_size={given['batch_size']})",
                 stacklevel=2)
 
     def _open_engine(self, options: Any, table: _tables.Table | None = None,
@@ -243,15 +209,7 @@ class Loader(_cursor.EpochLoader):
         return self._core.dataset()
 
 
-# Loader.__new__ hands a Mixture to MixtureLoader; what inspect.signature(stoker.Loader) shows
-# (and help(), IDEs, the defaults test) stays __init__'s keyword options.
-# (typeshed declares no __signature__ on classes, which inspect reads all the same.)
-Loader.__signature__ = inspect.signature(Loader.__init__).replace(  # type: ignore[attr-defined]
-    parameters=list(inspect.signature(Loader.__init__).parameters.values())[1:])
-
-
-
-_keywords.document(Loader, """Reads a Parquet dataset as exact, deterministic, shuffled batches.
+_keywords.define(Loader, """Reads a Parquet dataset as exact, deterministic, shuffled batches.
 
     Each ``iter(loader)`` is one epoch; epochs count up from 0 unless ``set_epoch`` says
     otherwise. With the same dataset, seed, epoch, rank and world size the batches are

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-from collections.abc import Callable
 from typing import Any, cast
 
 import pyarrow as pa
@@ -30,45 +28,33 @@ from stoker._options import keywords as _keywords
 
 _DEFAULTS = _options.LOADER_DEFAULTS
 
-# Loader options that mean one dataset; a mixture takes them per stoker.Source, or not at all.
-_PER_SOURCE = ("columns", "filter", "transforms")
-# autotune: a mixture's sources share one pool of fixed size (docs/autotune.md).
-_NOT_WITH_MIXTURE = ("with_row_origin",
-                     "codecs", "partitioning", "on_error", "max_bad_units", "max_bad_fraction",
-                     "trace", "trace_events", "autotune", "torchrec")
+_TAKEN = set(_keywords.names_of("MixtureLoader"))
+# Loader options that mean one dataset; a mixture takes them per stoker.Source, or not at all
+# (KEYWORDS says which). autotune: a mixture's sources share one pool of fixed size
+# (docs/autotune.md).
+_PER_SOURCE = tuple(name for keyword in _keywords.KEYWORDS if keyword.per_source
+                    for name in keyword.names)
+_NOT_WITH_MIXTURE = tuple(name for name in _keywords.names_of("Loader")
+                          if name not in _TAKEN and name not in _PER_SOURCE)
 
 
 class MixtureLoader(_cursor.EpochLoader):
-    # The docstring is set below the class: its own keywords' docs, the rest the Loader's
-    # (_keywords).
+    # The signature and docstring are set below the class, from KEYWORDS: its own meaning of
+    # a keyword where it differs, the Loader's otherwise.
 
-    def __init__(
-        self,
-        mixture: _mixture.Mixture,
-        *,
-        batch_size: int,
-        shuffle: bool = _DEFAULTS.shuffle,
-        seed: int = _DEFAULTS.seed,
-        shuffle_window: int | None = _DEFAULTS.shuffle_window,
-        rank: int = _DEFAULTS.rank,
-        world_size: int = _DEFAULTS.world_size,
-        drop_last: bool = _DEFAULTS.drop_last,
-        mode: str = _DEFAULTS.mode,
-        pad_to_equal_steps: bool = _DEFAULTS.pad_to_equal_steps,
-        num_threads: int | None = _DEFAULTS.num_threads,
-        prefetch: int | None = _DEFAULTS.prefetch,
-        output: str = "numpy",
-        cache_dir: str | os.PathLike | None = None,
-        cache_limit_bytes: int = _DEFAULTS.cache_limit_bytes,
-        cache_policy: str = _DEFAULTS.cache_policy,
-        storage_options: dict[str, Any] | None = None,
-        index: str | None = None,
-        batch_transform: Callable[[Any], Any] | None = None,
-        device: str | None = None,
-        device_prefetch: int = 2,
-        **others: Any,
-    ) -> None:
-        _check_other_options(others)
+    def __init__(self, mixture: _mixture.Mixture, **options: Any) -> None:
+        # The signature is KEYWORDS' (_options/keywords.py, set below the class).
+        _check_other_options({name: value for name, value in options.items()
+                              if name not in _TAKEN})
+        given = _keywords.bind("MixtureLoader", options)
+        batch_size, shuffle, seed = given["batch_size"], given["shuffle"], given["seed"]
+        shuffle_window, rank, world_size = (given["shuffle_window"], given["rank"],
+                                            given["world_size"])
+        drop_last, mode, pad_to_equal_steps = (given["drop_last"], given["mode"],
+                                               given["pad_to_equal_steps"])
+        output, prefetch, batch_transform = (given["output"], given["prefetch"],
+                                             given["batch_transform"])
+        device, device_prefetch = given["device"], given["device_prefetch"]
         if output == "torchrec":
             raise ValueError('output="torchrec" with a Mixture: not supported (yet): read each '
                              'source with its own Loader, or take output="torch" batches')
@@ -95,11 +81,12 @@ class MixtureLoader(_cursor.EpochLoader):
         # output refuses nulls up front, so their records carry no validity flags (arrow
         # output's do, which measured about 40% more engine work on criteo data).
         engine_output = "arrow" if output == "arrow" else "numpy"
-        shared = {"batch_size": batch_size, "shuffle": shuffle,
-                  "shuffle_window": shuffle_window, "num_threads": num_threads,
-                  "prefetch": prefetch, "output": engine_output, "cache_dir": cache_dir,
-                  "cache_limit_bytes": cache_limit_bytes, "cache_policy": cache_policy}
-        self._sources = [_source_engine(source, i, seed, storage_options, index, shared)
+        shared = {name: given[name] for name in ("batch_size", "shuffle", "shuffle_window",
+                                                 "num_threads", "prefetch", "cache_dir",
+                                                 "cache_limit_bytes", "cache_policy")}
+        shared["output"] = engine_output
+        self._sources = [_source_engine(source, i, seed, given["storage_options"],
+                                        given["index"], shared)
                          for i, source in enumerate(mixture.sources)]
         configs = [engine.config() for engine in self._sources]
         passes = _passes(mixture.sources, configs)
@@ -118,6 +105,7 @@ class MixtureLoader(_cursor.EpochLoader):
         self._ragged = sorted(configs[0].get("ragged", []))
         self._config = _mixture_config(self, seed, shuffle, shuffle_window, configs)
         self._cursor = _cursor.EpochCursor(_state.identity(self._config), rank, world_size)
+        self._waited = _epoch.WaitClock()  # the consumer's wait (the engine counts a Loader's)
 
     @property
     def schema(self) -> pa.Schema:
@@ -158,8 +146,8 @@ class MixtureLoader(_cursor.EpochLoader):
                                               [tuple(r) for r in progress.rounds]),
                                          self._rank, self._world_size)
         return _epoch.EpochIterator(epoch, self._output, progress, self._batch_transform,
-                                      self._transformed_ahead, None, self._device,
-                                      self._device_prefetch)
+                                    self._transformed_ahead, None, self._device,
+                                    self._device_prefetch, clock=self._waited)
 
     def identity_json(self) -> str:
         """What a saved state of this mixture must match (``state_dict()``'s identity fields),
@@ -168,7 +156,9 @@ class MixtureLoader(_cursor.EpochLoader):
                            "sources": [s.name for s in self._mixture.sources]}, sort_keys=True)
 
     def stats(self) -> dict[str, Any]:
-        """``rows`` and ``batches`` delivered over the loader's life, ``rows_per_source`` (the
+        """``rows`` and ``batches`` delivered over the loader's life and ``wait_seconds`` (the
+        consumer's wall time blocked on the next batch: the core every loader's stats() has,
+        _loading/stats_keys.py), ``rows_per_source`` (the
         rows each source delivered, by name), ``epoch_rows``, ``threads`` (the workers all
         the sources share), and ``sources``: per source its
         name, weight, repeat, rows per epoch, shuffle window (its share of the mixture's),
@@ -185,6 +175,7 @@ class MixtureLoader(_cursor.EpochLoader):
         return {
             "rows": sum(s["rows_delivered"] for s in sources),
             "batches": self._reader.batches_delivered(),
+            "wait_seconds": self._waited.seconds,
             "epoch_rows": self._plan.epoch_rows,
             "threads": self._reader.num_threads,
             "rows_per_source": {s["name"]: s["rows_delivered"] for s in sources},
@@ -193,7 +184,7 @@ class MixtureLoader(_cursor.EpochLoader):
 
 
 
-_keywords.document(MixtureLoader, """Reads a ``stoker.Mixture`` as exact, deterministic
+_keywords.define(MixtureLoader, """Reads a ``stoker.Mixture`` as exact, deterministic
     batches; ``stoker.Loader`` returns one when its source is a Mixture. Each ``iter()`` is one
     epoch of the mixture.
 
@@ -203,7 +194,6 @@ _keywords.document(MixtureLoader, """Reads a ``stoker.Mixture`` as exact, determ
     source's position is recomputed, and it resumes at any world size (the elastic rule).
     Within a batch, rows are grouped by source, in source order. The keywords not described
     here mean what they mean to ``stoker.Loader``, applied to every source.""", {
-    "mixture": "the sources and their policy.",
     "seed": """keys the interleaving and, through ``_core.mixture_source_seed``, each
         source's own shuffle.""",
     "shuffle": "False reads each source in file order (the interleaving stays seeded).",

@@ -117,20 +117,21 @@ class _RemoteEpoch(_cursor.EpochIterator):
 
 
 class RemoteLoader(_cursor.EpochLoader):
-    # The docstring is set below the class: its own keywords' docs, the rest the Loader's
-    # (_keywords).
+    # The signature and docstring are set below the class, from KEYWORDS: its own meaning of
+    # a keyword where it differs, the Loader's otherwise.
 
-    def __init__(self, servers: str | Sequence[str] | Any, *, batch_size: int | None = None,
-                 seed: int | None = None, shuffle: bool | None = None,
-                 shuffle_window: int | None = None, columns: Sequence[str] | None = None,
-                 drop_last: bool | None = None, rank: int = 0, world_size: int = 1,
-                 output: str = "numpy",
-                 batch_transform: Callable[[Any], Any] | None = None,
-                 token: str | None = None,
-                 tls_root_certs: bytes | str | None = None,
-                 reconnect_timeout: float = 60.0, trace: str | os.PathLike | None = None,
-                 trace_events: int = 0, local: bool | dict[str, Any] = False,
-                 split: dict[str, Any] | None = None, torchrec: Any = None) -> None:
+    def __init__(self, servers: Any, **options: Any) -> None:
+        # The signature is KEYWORDS' (_options/keywords.py, set below the class).
+        given = _keywords.bind("RemoteLoader", options)
+        batch_size, seed, shuffle = given["batch_size"], given["seed"], given["shuffle"]
+        shuffle_window, columns, drop_last = (given["shuffle_window"], given["columns"],
+                                              given["drop_last"])
+        rank, world_size, output = given["rank"], given["world_size"], given["output"]
+        batch_transform, torchrec = given["batch_transform"], given["torchrec"]
+        token, tls_root_certs = given["token"], given["tls_root_certs"]
+        reconnect_timeout, local, split = (given["reconnect_timeout"], given["local"],
+                                           given["split"])
+        trace, trace_events = given["trace"], given["trace_events"]
         if isinstance(servers, str) and "://" not in servers:
             servers = _client.find_fleet(servers)
         if isinstance(servers, str):
@@ -371,34 +372,17 @@ def _check_served_options(config: dict[str, Any], wanted: dict[str, Any]) -> Non
                          "; ".join(differences))
 
 
-_keywords.document(RemoteLoader, """The Loader API over `stoker serve` servers: same iteration,
+_keywords.define(RemoteLoader, """The Loader API over `stoker serve` servers: same iteration,
     ``len``, ``set_epoch``, ``state_dict``/``load_state_dict`` and ``stats()``, and
     bit-identical batches to a local ``stoker.Loader`` with the same options, however many
     servers serve it. The keywords not described here mean what they mean to
     ``stoker.Loader``.""", {
-    "servers": """Flight locations, e.g. ``["grpc://10.0.0.5:8815", "grpc+tls://..."]``, or a
-        ``stoker.ray.Fleet`` or its name (docs/ray.md): its addresses are resolved at the
-        start of each epoch and after a failure (waiting for Ray to restart a server).""",
     "batch_size, seed, shuffle, shuffle_window, columns, drop_last": """must match what the
         servers were started with (checked; None means "whatever the server has").""",
     "batch_transform": """a Python callable applied to each batch as it arrives, in the
         consumer's thread (the servers' transforms run before sending: the ``transforms``
         they were started with).""",
-    "token": "bearer token, when the servers need one.",
-    "tls_root_certs": "PEM of the CA that signed the servers' certificates (grpc+tls://).",
-    "reconnect_timeout": """seconds to keep reconnecting to a failed server (or waiting for a
-        fleet's restarted one) before giving up.""",
     "trace": """a path: keep a timeline of each batch's receipt from its server, its
         conversion and the consumer's wait, and write it there as Chrome trace JSON at the
         end of every epoch (docs/observability.md). None: no timeline.""",
-    "local": """read local first (docs/autotune.md): the trainer's own engine serves a run of
-        chunks of each period, the servers the rest, and a controller moves the split by
-        where the consumer waits. True: a fleet's source and options; a dict: Loader
-        options over them (e.g. ``{"num_threads": 4}``), and ``"source"`` with servers
-        given by address. An autoscaled fleet (``Fleet.start(autoscale=...)``) sizes itself
-        from these loaders' reports. False: every batch from the servers.""",
-    "split": """the local-first controller's options: ``target_stall`` (0.01),
-        ``window_batches`` (64), ``window_seconds`` (1.0), ``max_local`` (8 local chunks a
-        period), ``chunk_windows`` (4 shuffle windows a chunk), ``random_moves`` (a seed:
-        move at random every window; tests).""",
 })
