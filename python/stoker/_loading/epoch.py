@@ -220,6 +220,25 @@ class EpochIterator(_cursor.EpochIterator):
         self.close()
 
 
+class EngineLoader(_cursor.EpochLoader):
+    """What the loaders over the engine (Loader, MixtureLoader) show alike: the schema and the
+    output kind of their batches."""
+
+    _schema: pa.Schema
+    _output: str
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The columns of every batch, as Arrow types (a mixture's: its first source's)."""
+        return self._schema
+
+    @property
+    def output(self) -> str:
+        """What each batch is: "numpy", "torch", "jax", "tensorflow", "arrow" or
+        "torchrec"."""
+        return self._output
+
+
 def check_python_options(output: str, batch_transform: Any) -> None:
     """The options the engine never sees: the framework of `output` must be importable; a
     batch_transform must be callable."""

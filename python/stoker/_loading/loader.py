@@ -10,8 +10,6 @@ import os
 import warnings
 from typing import Any, cast
 
-import pyarrow as pa
-
 from stoker import _core
 from stoker import torchrec as _torchrec
 from stoker._device import cuda as _cuda
@@ -30,7 +28,7 @@ _DEFAULTS = _options.LOADER_DEFAULTS
 _log = logging.getLogger("stoker")
 
 
-class Loader(_cursor.EpochLoader):
+class Loader(_epoch.EngineLoader):
     # The signature and docstring are set below the class, from KEYWORDS (_options/keywords.py).
 
     def __new__(cls, source: Any = None, *args: Any, **kwargs: Any) -> Any:
@@ -103,16 +101,6 @@ class Loader(_cursor.EpochLoader):
             self._close_open()
             self._open_engine(self._options, self._table.pin(pin))
         super().load_state_dict(state, strict=strict)
-
-    @property
-    def schema(self) -> pa.Schema:
-        """The columns of every batch, as Arrow types."""
-        return self._schema
-
-    @property
-    def output(self) -> str:
-        """What each batch is: "numpy", "torch", "jax", "tensorflow" or "arrow"."""
-        return self._output
 
     @property
     def files(self) -> list[str]:

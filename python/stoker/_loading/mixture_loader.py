@@ -38,7 +38,7 @@ _NOT_WITH_MIXTURE = tuple(name for name in _keywords.names_of("Loader")
                           if name not in _TAKEN and name not in _PER_SOURCE)
 
 
-class MixtureLoader(_cursor.EpochLoader):
+class MixtureLoader(_epoch.EngineLoader):
     # The signature and docstring are set below the class, from KEYWORDS: its own meaning of
     # a keyword where it differs, the Loader's otherwise.
 
@@ -106,15 +106,6 @@ class MixtureLoader(_cursor.EpochLoader):
         self._config = _mixture_config(self, seed, shuffle, shuffle_window, configs)
         self._cursor = _cursor.EpochCursor(_state.identity(self._config), rank, world_size)
         self._waited = _epoch.WaitClock()  # the consumer's wait (the engine counts a Loader's)
-
-    @property
-    def schema(self) -> pa.Schema:
-        """The columns of every batch, as Arrow types (the first source's order)."""
-        return self._schema
-
-    @property
-    def output(self) -> str:
-        return self._output
 
     @property
     def mixture(self) -> _mixture.Mixture:
