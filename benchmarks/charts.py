@@ -11,7 +11,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # Files only: no display on a build machine.
 import matplotlib.pyplot as plt
-from report import LOADER_ORDER, STALL_GOAL_PEER, STALL_GOAL_STOKER
+from goals import LOADER_ORDER, STALL_GOAL_PEER, STALL_GOAL_STOKER
 
 __all__ = ["write_charts"]
 

@@ -15,6 +15,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from stoker_devtools.bench import write_json
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -86,7 +88,7 @@ def main() -> int:
     result.update(step_ms=args.step_ms, gpu_idle_share=max(0.0, 1 - busy_ms / wall_ms))
     print(json.dumps(result, indent=2))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        write_json(args.json, result)
     return 0
 
 

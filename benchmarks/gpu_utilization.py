@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+
+from stoker_devtools.bench import write_json
 
 NVML_PERIOD_S = 0.05
 WARMUP_STEPS = 20  # untimed: workers starting, the allocator's pools, cuBLAS's first calls
@@ -87,7 +88,7 @@ def main() -> int:
         batches.close()  # the loader's threads or worker processes end here
     print_table(result)
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        write_json(args.json, result)
     return 0
 
 

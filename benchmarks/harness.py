@@ -44,9 +44,10 @@ from pathlib import Path
 from typing import Any
 
 import report
+from goals import LOADER_ORDER
 from loaders import LOADERS, SETTINGS, Spec
 from proctree import CLOCK_TICKS, descendants, process_table, rss_bytes
-from report import LOADER_ORDER
+from stoker_devtools.bench import rotated, write_json
 
 REPO = Path(__file__).resolve().parent.parent
 MEASURE = Path(__file__).resolve().parent / "measure.py"
@@ -123,9 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     config.data.mkdir(parents=True, exist_ok=True)
     results = run(config)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1) + "\n")
-    _say(f"results: {args.out}")
+    _say(f"results: {write_json(args.out, results, indent=1)}")
 
     print(report.summary_text(results))
     if args.doc is not None:
@@ -216,7 +215,7 @@ def _throughput_phase(
     plan = [(name, loader, settings) for name in datasets for loader in loaders
             for settings in SETTINGS[loader]]
     for repeat in range(config.repeats):
-        for name, loader, settings in _rotated(plan, repeat):
+        for name, loader, settings in rotated(plan, repeat):
             runner.measure(
                 "throughput", datasets[name], loader, settings,
                 repeat=repeat, max_rows=LOADERS[loader].max_rows,
@@ -236,7 +235,7 @@ def _stall_phase(
     plan = [(loader, rate) for loader in loaders if loader in chosen and LOADERS[loader].stall
             for rate in config.stall_rates]
     for repeat in range(config.repeats):
-        for loader, rate in _rotated(plan, repeat):
+        for loader, rate in rotated(plan, repeat):
             runner.measure(
                 "stall", dataset, loader, chosen[loader],
                 repeat=repeat, step_rows_per_s=rate, max_rows=config.stall_rows,
@@ -247,7 +246,7 @@ def _stoker_phases(config: Config, runner: _Runner, datasets: dict[str, dict[str
     """What shuffling costs Stoker, and how it grows with the data and the threads."""
     if STALL_DATASET in datasets and config.shuffle_cost:
         for repeat in range(config.repeats):
-            for settings in _rotated(list(SHUFFLE_COST_SETTINGS), repeat):
+            for settings in rotated(list(SHUFFLE_COST_SETTINGS), repeat):
                 runner.measure(
                     "shuffle-cost", datasets[STALL_DATASET], "stoker", settings, repeat=repeat
                 )
@@ -257,7 +256,7 @@ def _stoker_phases(config: Config, runner: _Runner, datasets: dict[str, dict[str
         points += [(1, threads) for threads in config.growth_threads if threads != top]
         grown = {size: _dataset(config, GROWTH_DATASET, size) for size in config.growth_sizes}
         for repeat in range(config.repeats):
-            for size, threads in _rotated(points, repeat):
+            for size, threads in rotated(points, repeat):
                 runner.measure(
                     "growth", grown[size], "stoker", {"num_threads": threads},
                     repeat=repeat, size=size,
@@ -570,11 +569,6 @@ def _dataset(config: Config, name: str, size: int) -> dict[str, Any]:
         "columns": schema.names,
         "bytes_on_disk": sum(file.stat().st_size for file in files),
     }
-
-
-def _rotated(items: list, repeat: int) -> list:
-    shift = repeat % len(items) if items else 0
-    return items[shift:] + items[:shift]
 
 
 def _machine() -> dict[str, Any]:

@@ -34,10 +34,8 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 import re
-import time
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -49,6 +47,7 @@ import torch
 from lance.sampler import ShardedBatchSampler
 from lance.torch.data import LanceDataset
 from lance.torch.data import _to_tensor as lance_to_tensor  # LanceDataset's default
+from stoker_devtools.bench import best_rate, timed, write_json
 
 # Rows per batch the Parquet scanner hands to the Lance writer: bounds the conversion's memory
 # to a few such batches (the writer streams them into its files).
@@ -79,10 +78,11 @@ def ensure_lance(source: pads.Dataset, lance_dir: str) -> float | None:
             raise SystemExit(f"{lance_dir}: {existing} rows, the Parquet files have {rows}; "
                              "remove it to convert again")
         return None
-    started = time.perf_counter()
-    reader = source.scanner(batch_size=CONVERSION_BATCH_ROWS).to_reader()
-    lance.write_dataset(reader, lance_dir)
-    return time.perf_counter() - started
+    def convert() -> None:
+        lance.write_dataset(source.scanner(batch_size=CONVERSION_BATCH_ROWS).to_reader(),
+                            lance_dir)
+
+    return timed(convert)[1]
 
 
 def feature_columns(schema: pa.Schema) -> tuple[list[str], list[str]]:
@@ -130,20 +130,6 @@ def touch(batch: dict[str, Any], dense: list[str], sparse: list[str]) -> int:
     return rows
 
 
-def best_rate(epoch_rows: Callable[[int], int], epochs: int, expected: int) -> float:
-    """Rows/s of the best of `epochs` timed epochs after a warm one (epoch 0)."""
-    rates = []
-    for epoch in range(epochs + 1):
-        started = time.perf_counter()
-        rows = epoch_rows(epoch)
-        seconds = time.perf_counter() - started
-        if rows != expected:
-            raise RuntimeError(f"epoch {epoch}: {rows} rows, the dataset has {expected}")
-        if epoch:
-            rates.append(rows / seconds)
-    return max(rates)
-
-
 def lance_reader(dataset: lance.LanceDataset, batch_size: int, dense: list[str],
                  sparse: list[str], shuffle: bool) -> Callable[[int], int]:
     to_tensor = jagged_to_tensor(dense, sparse)
@@ -187,12 +173,11 @@ def main() -> None:
                                "load_before": os.getloadavg()[0]}
     for name, shuffle in (("unshuffled", False), ("shuffled", True)):
         reader = lance_reader(dataset, args.batch_size, dense, sparse, shuffle)
-        results[name] = best_rate(reader, args.epochs, rows)
+        results[name] = best_rate(reader, args.epochs, expected=rows)
         print(f"{name:12s} {results[name] / 1e6:.3f}M rows/s")
     results["load_after"] = os.getloadavg()[0]
     if args.json:
-        with open(args.json, "w") as out:
-            json.dump(results, out, indent=1)
+        write_json(args.json, results, indent=1)
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ the data stall (Mohan et al., "Analyzing and Mitigating Data Stalls in DNN Train
 Streaming's MDS), outside any measurement.
 
 Needs only the standard library, torch and the loader's own packages, so it runs in each of
-the benchmark's environments; the measurement itself is stoker/_meter.py, the one `stoker
+the benchmark's environments; the measurement itself is stoker/cli/meter.py, the one `stoker
 bench` uses, loaded by path.
 """
 
@@ -33,7 +33,7 @@ from proctree import tree_cpu_seconds
 
 # Stoker's own measurement (`stoker bench` uses it too), loaded by path: this process may run
 # in a peer's environment, which has no Stoker to import.
-_METER_PATH = Path(__file__).resolve().parent.parent / "python" / "stoker" / "_meter.py"
+_METER_PATH = Path(__file__).resolve().parent.parent / "python" / "stoker" / "cli" / "meter.py"
 
 
 def _load_meter() -> Any:

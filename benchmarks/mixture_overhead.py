@@ -20,7 +20,6 @@ standard deviations.
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import statistics
@@ -29,6 +28,7 @@ from pathlib import Path
 
 import stoker
 from stoker.cli import gen as _gen
+from stoker_devtools.bench import epoch_rate, interleaved, listed, write_json
 
 SHARES = (0.5, 0.3, 0.2)
 NAMES = ("a", "b", "c")
@@ -45,14 +45,12 @@ def write_sources(root: Path, rows: int) -> list[Path]:
     return paths
 
 
-def epoch_rate(loader) -> tuple[float, float]:
+def rate_and_cpu(loader) -> tuple[float, float]:
     """Rows per second of one epoch of `loader` (the consumer touches each batch's rows) and
     the CPU seconds the process spent on it."""
-    rows = 0
-    started, cpu = time.perf_counter(), time.process_time()
-    for batch in loader:
-        rows += len(batch["label"])
-    return rows / (time.perf_counter() - started), time.process_time() - cpu
+    cpu = time.process_time()
+    rate = epoch_rate(loader, lambda batch: len(batch["label"]))
+    return rate, time.process_time() - cpu
 
 
 def overhead(paths: list[Path], options: dict, repeats: int) -> dict:
@@ -63,21 +61,17 @@ def overhead(paths: list[Path], options: dict, repeats: int) -> dict:
         return stoker.Loader(stoker.Mixture([stoker.Source(p, name=n)
                                              for p, n in zip(paths, NAMES)]), **options)
 
-    rates: dict[str, list[float]] = {"single": [], "mixture": []}
-    cpu: dict[str, list[float]] = {"single": [], "mixture": []}
     makers = {"single": single, "mixture": mixture}
     workers = {}
     for name, make in makers.items():  # warm-up: page cache, allocator
         loader = make()
-        epoch_rate(loader)
+        rate_and_cpu(loader)
         workers[name] = loader.stats()["threads"]  # every worker thread of the loader
-    for i in range(repeats):
-        order = ["single", "mixture"] if i % 2 == 0 else ["mixture", "single"]
-        for name in order:
-            loader = makers[name]()
-            rate, seconds = epoch_rate(loader)
-            rates[name].append(rate)
-            cpu[name].append(seconds)
+    # Alternating which goes first; each loader built before its clock starts.
+    runs = interleaved({name: lambda _, make=make: rate_and_cpu(make())
+                        for name, make in makers.items()}, repeats, rotate=True)
+    rates = {name: [rate for rate, _ in figures] for name, figures in runs.items()}
+    cpu = {name: [seconds for _, seconds in figures] for name, figures in runs.items()}
     single_rate = statistics.median(rates["single"])
     mixture_rate = statistics.median(rates["mixture"])
     single_cpu = statistics.median(cpu["single"])
@@ -138,15 +132,15 @@ def main() -> None:
     print(f"| loader | worker threads in all | rows/s (median of {args.repeats}) | runs |")
     print("| --- | ---: | ---: | --- |")
     for name in ("single", "mixture"):
-        runs = ", ".join(f"{r / 1e6:.2f}M" for r in cost[f"{name}_rows_per_s"])
+        runs = listed(cost[f"{name}_rows_per_s"], 1e-6, suffix="M")
         print(f"| {name} | {cost[f'{name}_workers']} | {cost[f'{name}_median'] / 1e6:.2f}M "
               f"| {runs} |")
     print(f"overhead of the mixture: {cost['overhead'] * 100:+.1f}% (target <= 5%)")
     print(f"| loader | CPU s per epoch (median of {args.repeats}) | runs |")
     print("| --- | ---: | --- |")
     for name in ("single", "mixture"):
-        runs = ", ".join(f"{c:.2f}" for c in cost[f"{name}_cpu_seconds"])
-        print(f"| {name} | {cost[f'{name}_cpu_median']:.2f} | {runs} |")
+        print(f"| {name} | {cost[f'{name}_cpu_median']:.2f} | "
+              f"{listed(cost[f'{name}_cpu_seconds'])} |")
     print(f"CPU the mixture costs beyond one Loader: {cost['cpu_overhead'] * 100:+.1f}%")
     print()
     print("| source | weight | expected rows | realized rows | proportion | deviation (sigma) "
@@ -157,11 +151,9 @@ def main() -> None:
               f"{row['rows']:,} | {row['proportion']:.5f} | {row['deviation_sigmas']:+.2f} | "
               f"{row['batch_share_std']:.4f} | {row['binomial_std']:.4f} |")
     if args.out:
-        with open(args.out, "w") as out:
-            json.dump({"rows": args.rows, "batch_size": args.batch_size,
-                       "threads": args.threads, "load_average": load, "overhead": cost,
-                       "proportions": table}, out, indent=2)
-            out.write("\n")
+        write_json(args.out, {"rows": args.rows, "batch_size": args.batch_size,
+                              "threads": args.threads, "load_average": load, "overhead": cost,
+                              "proportions": table})
 
 
 if __name__ == "__main__":

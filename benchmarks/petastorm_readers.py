@@ -13,14 +13,15 @@ environment, one epoch, no cache; medians of --repeats; the load average around 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+
+from stoker_devtools.bench import emit, interleaved, listed, run_json, write_json
 
 FIELDS = ["id", "image", "depth", "embedding"]
 
@@ -131,18 +132,24 @@ def main() -> None:
         kind, url, reader = args.child
         if kind == "write":
             write_dataset(url, args.rows, args.row_group_rows)
+            emit({"written": url})
             return
         run = run_petastorm if kind == "petastorm" else run_stoker
-        print(json.dumps(run(url, reader, args.threads)))
+        emit(run(url, reader, args.threads))
         return
 
     def child(python: str, *what: str) -> dict:
-        out = subprocess.run([python, __file__, "--petastorm-python",
-                              args.petastorm_python, "--rows", str(args.rows),
-                              "--row-group-rows", str(args.row_group_rows), "--threads",
-                              str(args.threads), "--child", *what],
-                             capture_output=True, text=True, check=True).stdout
-        return json.loads(out.strip().splitlines()[-1]) if what[0] != "write" else {}
+        return run_json([python, __file__, "--petastorm-python", args.petastorm_python,
+                         "--rows", str(args.rows), "--row-group-rows", str(args.row_group_rows),
+                         "--threads", str(args.threads), "--child", *what])
+
+    def run_case(url: str, kind: str, reader: str,
+                 python: str) -> Callable[[int], tuple[dict, tuple]]:
+        """One run in a fresh process, and the 1-minute load average before and after it."""
+        def run(_: int) -> tuple[dict, tuple]:
+            before = load()
+            return child(python, kind, url, reader), (before, load())
+        return run
 
     with tempfile.TemporaryDirectory() as tmp:
         dataset = args.dataset or os.path.join(tmp, "dataset")
@@ -156,14 +163,10 @@ def main() -> None:
             builds.insert(0, (f"stoker ({args.baseline_label})", args.baseline_python))
         for reader in ("make_reader", "make_batch_reader", "make_loader"):
             cases += [(label, "stoker", reader, python) for label, python in builds]
-        runs: dict[int, list] = {i: [] for i in range(len(cases))}
         # Round robin: each repeat runs every case once, so drift in the machine's load
         # reaches every case alike.
-        for _ in range(args.repeats):
-            for i, (_, kind, reader, python) in enumerate(cases):
-                before = load()
-                run = child(python, kind, url, reader)
-                runs[i].append((run, (before, load())))
+        runs = interleaved({i: run_case(url, kind, reader, python)
+                            for i, (_, kind, reader, python) in enumerate(cases)}, args.repeats)
         results = []
         for i, (label, _, reader, _) in enumerate(cases):
             rates = [run["rows"] / run["seconds"] for run, _ in runs[i]]
@@ -175,11 +178,11 @@ def main() -> None:
     print("| loader | reader | rows/s, median (runs) | 1-min load before → after each run |")
     print("| --- | --- | --- | --- |")
     for r in results:
-        runs = ", ".join(f"{x:,.0f}" for x in r["rows_per_second"])
         loads = ", ".join(f"{a:.1f}→{b:.1f}" for a, b in r["load_average"])
-        print(f"| {r['loader']} | {r['reader']} | **{r['median']:,.0f}** ({runs}) | {loads} |")
+        print(f"| {r['loader']} | {r['reader']} | **{r['median']:,.0f}** "
+              f"({listed(r['rows_per_second'], spec=',.0f')}) | {loads} |")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2) + "\n")
+        write_json(args.json, results)
 
 
 if __name__ == "__main__":

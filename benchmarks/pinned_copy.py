@@ -18,6 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from stoker_devtools.bench import write_json
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -58,7 +60,7 @@ def main() -> int:
     epoch.close()
     print(json.dumps(result, indent=2))
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        write_json(args.json, result)
     return 0
 
 

@@ -12,22 +12,10 @@ from __future__ import annotations
 
 import argparse
 import glob
-import json
 import os
 import sys
-import time
-from collections.abc import Callable
 
-
-def best(epoch_rows: Callable[[int], int], epochs: int) -> float:
-    """Rows/s of the best of `epochs` timed epochs after a warm one."""
-    rates = []
-    for e in range(epochs + 1):
-        started = time.perf_counter()
-        rows = epoch_rows(e)
-        if e:
-            rates.append(rows / (time.perf_counter() - started))
-    return max(rates)
+from stoker_devtools.bench import best_rate, emit
 
 
 def main() -> None:
@@ -49,7 +37,7 @@ def main() -> None:
     names = [f.name for f in schema if f.name != "row_id"]
     sparse = [f.name for f in schema
               if pa.types.is_list(f.type) or pa.types.is_large_list(f.type)]
-    out = {"stoker": stoker.__file__, "pyarrow": best(lambda _: sum(
+    out = {"stoker": stoker.__file__, "pyarrow": best_rate(lambda _: sum(
         b.num_rows for f in files
         for b in pq.ParquetFile(f).iter_batches(batch_size=4096, columns=names)), args.epochs)}
     for shuffle in (True, False):
@@ -60,12 +48,12 @@ def main() -> None:
             loader.set_epoch(e)
             return sum(len(b["label"]) for b in loader)
         name = "shuffled" if shuffle else "unshuffled"
-        out[name] = best(epoch, args.epochs)
+        out[name] = best_rate(epoch, args.epochs)
         stats = loader.stats()
         out[name + "_stats"] = {k: stats[k] for k in ("decode_seconds", "assemble_seconds",
                                                       "read_seconds")}
     out["load"] = os.getloadavg()[0]
-    print(json.dumps(out))
+    emit(out)
 
 
 if __name__ == "__main__":

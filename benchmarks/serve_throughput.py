@@ -20,10 +20,8 @@ cores the remote setup uses).
 from __future__ import annotations
 
 import argparse
-import json
 import re
 import resource
-import statistics
 import subprocess
 import sys
 import time
@@ -31,6 +29,7 @@ from pathlib import Path
 
 import stoker
 from stoker.cli import gen as _gen
+from stoker_devtools.bench import emit, interleaved, median_of, medians, run_json, write_json
 
 BATCH = 4096
 
@@ -72,19 +71,17 @@ def maker(args: argparse.Namespace, kind: str, locations: list[str]):
 
 def one_epoch_in(cpus: str, args: argparse.Namespace, kind: str, locations: list[str]) -> dict:
     """One epoch in a fresh process pinned to `cpus`."""
-    out = subprocess.run(
+    return run_json(
         ["taskset", "-c", cpus, sys.executable, __file__, args.source, "--one", kind,
-         "--num-threads", str(args.num_threads), *[f"--location={x}" for x in locations]],
-        check=True, capture_output=True, text=True).stdout
-    return json.loads(out.splitlines()[-1])
+         "--num-threads", str(args.num_threads), *[f"--location={x}" for x in locations]])
 
 
 def report(runs: dict[str, list[dict]], baseline: str) -> None:
-    local = statistics.median(r["rows_per_s"] for r in runs[baseline])
+    local = median_of(runs[baseline], "rows_per_s")
     print(f"{'':>24} {'M rows/s':>9} {'batches/s':>10} {'MB/s':>8} {'client CPU s/M rows':>20}"
           f" {'vs ' + baseline:>24}")
     for name, results in runs.items():
-        med = {k: statistics.median(r[k] for r in results) for k in results[0]}
+        med = medians(results)
         print(f"{name:>24} {med['rows_per_s'] / 1e6:>9.2f} {med['batches_per_s']:>10.0f} "
               f"{med['mb_per_s']:>8.0f} {med['cpu_per_m_rows']:>20.3f} "
               f"{med['rows_per_s'] / local:>24.2f}")
@@ -104,7 +101,7 @@ def main() -> None:
     parser.add_argument("--location", action="append", default=[], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
-        print(json.dumps(epoch(maker(args, args.one, args.location))))
+        emit(epoch(maker(args, args.one, args.location)))
         return
     if not any(Path(args.source).glob("*.parquet")):
         _gen.generate(Path(args.source), _gen.GenOptions(preset="criteo", rows=args.rows, files=4),
@@ -118,29 +115,23 @@ def main() -> None:
             f"local on cpus {both}": (both, "local"),
             f"server {args.server_cpus}, client {args.client_cpus}": (args.client_cpus, "remote"),
         }
+        cases = {name: lambda _, cpus=cpus, kind=kind: one_epoch_in(cpus, args, kind, location)
+                 for name, (cpus, kind) in plan.items()}
     else:
         servers = [start_server(args.source, args.num_threads) for _ in range(2)]
         locations = [location for _, location in servers]
         makers = {"local": maker(args, "local", []), "1 server": maker(args, "remote", locations[:1]),
                   "2 servers": maker(args, "remote", locations)}
+        cases = {name: lambda _, make=make: epoch(make) for name, make in makers.items()}
     try:
-        runs: dict[str, list[dict]] = {}
-        for _ in range(args.repeats):
-            if args.pin:
-                for name, (cpus, kind) in plan.items():
-                    runs.setdefault(name, []).append(one_epoch_in(cpus, args, kind, location))
-            else:
-                for name, make in makers.items():
-                    runs.setdefault(name, []).append(epoch(make))
+        runs = interleaved(cases, args.repeats)
     finally:
         for process, _ in servers:
             process.terminate()
             process.wait()
     report(runs, next(iter(runs)))
     if args.out:
-        medians = {name: {k: statistics.median(r[k] for r in results) for k in results[0]}
-                   for name, results in runs.items()}
-        Path(args.out).write_text(json.dumps(medians, indent=1) + "\n")
+        write_json(args.out, {name: medians(results) for name, results in runs.items()}, indent=1)
     print(f"({args.num_threads} threads per server and locally; loopback; medians of "
           f"{args.repeats}; " + ("each process pinned as named)" if args.pin else
                                  "the servers and the client share this machine's cores)"))

@@ -21,14 +21,12 @@ import argparse
 import glob
 import json
 import os
-import statistics
-import time
 from typing import Any
 
 import pyarrow.parquet as pq
 import stoker
-from ragged_rates import best as best_rate  # the best of epochs after a warm one
 from stoker import _core
+from stoker_devtools.bench import best_rate, per_call_us, write_json
 
 BATCH = 4096
 
@@ -113,16 +111,10 @@ def python_costs(path: str, names: list[str], sparse: list[str], dense: list[str
         return Batch(dense_features=dense_t, sparse_features=kjt,
                      labels=torch.from_numpy(b["label"]))
 
-    def median_us(f: Any, arg: Any) -> float:
-        times = []
-        for _ in range(200):
-            started = time.perf_counter()
-            f(arg)
-            times.append(time.perf_counter() - started)
-        return statistics.median(times) * 1e6
-
-    return {"stoker_kjt_us": median_us(maker, parts),
-            "user_conversion_us": median_us(user_conversion, numpy_batch)}
+    # The median of 200 single calls.
+    return {"stoker_kjt_us": per_call_us(lambda: maker(parts), calls=1, rounds=200),
+            "user_conversion_us": per_call_us(lambda: user_conversion(numpy_batch), calls=1,
+                                              rounds=200)}
 
 
 def main() -> None:
@@ -170,8 +162,7 @@ def main() -> None:
     print(json.dumps({k: results[k] for k in ("ratios", "python", "load_before", "load_after")
                       if k in results}, indent=1))
     if args.json:
-        with open(args.json, "w") as out:
-            json.dump(results, out, indent=1)
+        write_json(args.json, results, indent=1)
 
 
 if __name__ == "__main__":

@@ -1,2 +1,3 @@
 """What Stoker's tests and benchmarks share, never shipped: the servers the tests start (S3,
-`stoker serve`) and Petastorm's dataset writer (devtools/README.md)."""
+`stoker serve`), Petastorm's dataset writer, and the benchmarks' timing, medians and results
+files (devtools/README.md)."""

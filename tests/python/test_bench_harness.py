@@ -18,7 +18,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 HARNESS = REPO / "benchmarks" / "harness.py"
 sys.path.insert(0, str(REPO / "benchmarks"))
-from report import LOADER_ORDER
+from goals import LOADER_ORDER
 
 ALWAYS_HERE = ("stoker", "pyarrow", "torch-dataloader")  # What the project's .venv can run.
 # Peers in environments of their own (the Makefile's), by loader.

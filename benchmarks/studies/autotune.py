@@ -7,7 +7,7 @@ is out, the stall share (the step's wait for its next batch over the wall time, 
 VLDB 2021), the CPU-seconds the process used, its peak RSS, and for `auto` the setting it
 ended at and when it made its last move.
 
-    python benchmarks/autotune.py --work /tmp/autotune --rows 300000 --repeats 3 \\
+    python benchmarks/studies/autotune.py --work /tmp/autotune --rows 300000 --repeats 3 \\
         --json benchmarks/results/autotune.json
 
 Prints, per case, the grid's best setting (the highest median rows/s; among settings within
@@ -20,15 +20,16 @@ the best reaches it, CPU-seconds no more than the defaults'). Runs in one Python
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import resource
-import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from stoker_devtools.bench import emit, interleaved, median_of, run_json, write_json
 
 PRESETS = ("criteo", "wide", "embeddings")
 STEPS_MS = (0.0, 2.0, 10.0)
@@ -75,9 +76,8 @@ def child(path: str, setting: dict[str, Any], step_ms: float, seed: int) -> dict
 
 
 def run(path: Path, setting: dict[str, Any], step_ms: float, seed: int) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, __file__, "--child", str(path), json.dumps(setting),
-                          str(step_ms), str(seed)], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_json([sys.executable, __file__, "--child", str(path), json.dumps(setting),
+                     str(step_ms), str(seed)])
 
 
 def label(setting: dict[str, Any]) -> str:
@@ -88,7 +88,7 @@ def label(setting: dict[str, Any]) -> str:
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     def median(key: str) -> float:
-        return statistics.median(r[key] for r in runs)
+        return median_of(runs, key)
 
     # rows/s once the first batch is out (the steady rate a long epoch runs at); the time to
     # the first batch apart.
@@ -124,7 +124,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         path, setting, step_ms, seed = args.child
-        print(json.dumps(child(path, json.loads(setting), float(step_ms), int(seed))))
+        emit(child(path, json.loads(setting), float(step_ms), int(seed)))
         return
 
     from stoker.cli import gen as _gen
@@ -141,10 +141,9 @@ def main() -> None:
             _gen.generate(path, _gen.GenOptions(preset=preset, rows=args.rows, files=8),
                           progress=False)
         for step_ms in steps:
-            runs: dict[str, list[dict[str, Any]]] = {label(s): [] for s in settings}
-            for repeat in range(args.repeats):  # round robin: drift reaches every setting
-                for setting in settings:
-                    runs[label(setting)].append(run(path, setting, step_ms, seed=repeat))
+            # Round robin: drift reaches every setting; each repeat reads with its own seed.
+            runs = interleaved({label(s): functools.partial(run, path, s, step_ms)
+                                for s in settings}, args.repeats)
             results = {name: summarize(r) for name, r in runs.items()}
             chosen = best(results)
             case = {"dataset": preset, "step_ms": step_ms, "best": chosen, "results": results}
@@ -161,7 +160,7 @@ def main() -> None:
                   f"{a['auto_settings']}, last move at {a['auto_settled_s']:.2f} s", flush=True)
     report["load_after"] = os.getloadavg()
     if args.json:
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+        write_json(args.json, report)
 
 
 if __name__ == "__main__":

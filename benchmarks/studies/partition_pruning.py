@@ -6,7 +6,7 @@ first batch. Every measurement runs in a fresh process; medians of --repeats. Lo
 page cache warm after the first run), and with --s3 an S3-compatible server (moto, on loopback)
 behind a proxy adding --latency-ms to every request, as a remote store would.
 
-    python benchmarks/partition_pruning.py [--rows-per-day 20000] [--repeats 5] [--s3]
+    python benchmarks/studies/partition_pruning.py [--rows-per-day 20000] [--repeats 5] [--s3]
         [--latency-ms 20] [--workdir /tmp/stoker-partition-pruning]
 """
 
@@ -16,16 +16,14 @@ import argparse
 import datetime
 import json
 import os
-import statistics
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.fs as pafs
+from stoker_devtools.bench import emit, median_of, run_json, timed
 from stoker_devtools.s3 import KEY, SECRET, FaultProxy, MotoServer
 
 DAYS = [(datetime.date(2025, 1, 1) + datetime.timedelta(days=d)).isoformat() for d in range(365)]
@@ -53,30 +51,29 @@ def child(spec: dict) -> None:
     import pyarrow.compute as pc
     import stoker
 
-    started = time.perf_counter()
-    loader = stoker.Loader(spec["source"], partitioning="hive", columns=["row_id", "x", "label"],
-                           batch_size=4096,
-                           seed=1, filter=pc.field(spec["column"]) == TARGET,
-                           storage_options=spec.get("storage"))
-    next(iter(loader))
-    seconds = time.perf_counter() - started
+    def first_batch() -> stoker.Loader:
+        loader = stoker.Loader(spec["source"], partitioning="hive",
+                               columns=["row_id", "x", "label"], batch_size=4096, seed=1,
+                               filter=pc.field(spec["column"]) == TARGET,
+                               storage_options=spec.get("storage"))
+        next(iter(loader))
+        return loader
+
+    loader, seconds = timed(first_batch)
     stats = loader.stats()
-    print(json.dumps({"seconds": seconds, "batches": len(loader),
-                      **{k: stats[k] for k in ("files_opened", "files_pruned",
-                                               "metadata_requests", "row_groups_pruned")}}))
+    emit({"seconds": seconds, "batches": len(loader),
+          **{k: stats[k] for k in ("files_opened", "files_pruned", "metadata_requests",
+                                   "row_groups_pruned")}})
 
 
 def measure(source: str, column: str, repeats: int, storage: dict | None) -> dict:
-    runs = []
-    for _ in range(repeats):
-        spec = {"source": source, "column": column, "storage": storage}
-        out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
-                             check=True, capture_output=True, text=True).stdout
-        runs.append(json.loads(out.strip().splitlines()[-1]))
+    spec = {"source": source, "column": column, "storage": storage}
+    runs = [run_json([sys.executable, __file__, "--child", json.dumps(spec)])
+            for _ in range(repeats)]
     summary = {k: runs[-1][k] for k in ("files_opened", "files_pruned", "metadata_requests",
                                         "row_groups_pruned")}
     summary["batches"] = runs[-1]["batches"]
-    summary["seconds_median"] = statistics.median(r["seconds"] for r in runs)
+    summary["seconds_median"] = median_of(runs, "seconds")
     summary["seconds_all"] = [round(r["seconds"], 4) for r in runs]
     return summary
 

@@ -3,7 +3,7 @@
 flood of 300 held connections sending garbage; during a storm of DoGets refused as busy or
 as bad tickets. All on loopback; medians of --repeats epochs per condition.
 
-    python benchmarks/serve_hostile.py --rows 1000000 --repeats 3
+    python benchmarks/studies/serve_hostile.py --rows 1000000 --repeats 3
 """
 
 from __future__ import annotations
@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -25,6 +24,8 @@ from statistics import median
 
 import pyarrow as pa
 from pyarrow import flight
+from stoker_devtools.bench import epoch_rate, listed
+from stoker_devtools.serve import process_usage
 
 OPTIONS = {"batch_size": 4096, "seed": 1}
 
@@ -40,11 +41,6 @@ def start_server(source: Path, max_streams: int) -> tuple[subprocess.Popen, str,
         server.kill()
         raise RuntimeError("stoker serve did not start")
     return server, match.group(1), int(match.group(3))
-
-
-def rss(pid: int) -> int:
-    status = Path(f"/proc/{pid}/status").read_text()
-    return int(re.search(r"^VmRSS:\s+(\d+) kB", status, re.MULTILINE).group(1)) * 1024
 
 
 def good_ticket(location: str) -> bytes:
@@ -114,13 +110,10 @@ def refused_storm(location: str, threads: int = 4) -> Iterator[dict[str, int]]:
             worker.join()
 
 
-def epoch_rate(location: str) -> float:
+def remote_rate(location: str) -> float:
     import stoker
 
-    remote = stoker.RemoteLoader([location], **OPTIONS)
-    start = time.perf_counter()
-    rows = sum(len(batch["row_id"]) for batch in remote)
-    return rows / (time.perf_counter() - start)
+    return epoch_rate(stoker.RemoteLoader([location], **OPTIONS))
 
 
 def main() -> int:
@@ -142,18 +135,18 @@ def main() -> int:
     }
     results = {}
     try:
-        epoch_rate(location)  # warm-up: page cache, first-touch pages
+        remote_rate(location)  # warm-up: page cache, first-touch pages
         for name, condition in conditions.items():
             rates, peak = [], 0
             with condition():
                 for _ in range(args.repeats):
-                    rates.append(epoch_rate(location))
-                    peak = max(peak, rss(server.pid))
+                    rates.append(remote_rate(location))
+                    peak = max(peak, process_usage(server.pid)["rss"])
             results[name] = {"rows_per_s": median(rates), "runs": rates,
                              "server_rss_mb": round(peak / 1e6)}
             print(f"{name:34s} {median(rates) / 1e6:6.2f}M rows/s  (runs "
-                  f"{', '.join(f'{r / 1e6:.2f}M' for r in rates)}; server RSS "
-                  f"{peak / 1e6:.0f} MB)", flush=True)
+                  f"{listed(rates, 1e-6, suffix='M')}; server RSS {peak / 1e6:.0f} MB)",
+                  flush=True)
         assert server.poll() is None, "the server died"
     finally:
         server.terminate()

@@ -1,28 +1,24 @@
 """The disk cache's worth: a cold epoch (reading the source, decoding, transforming, writing
 the cache) against warm epochs (served from the cache), on a criteo-preset dataset with the
-realistic transform spec of benchmarks/transform_cost.py; warm throughput in GB/s next to a
+realistic transform spec of benchmarks/studies/transform_cost.py; warm throughput in GB/s next to a
 plain memory-copy bandwidth measured in the same run; the cache's size against the
 dataset's. Each epoch runs in a fresh process; medians of --repeats.
 
-    python benchmarks/cache_cost.py DATASET [--repeats 3] [--num-threads 2]
+    python benchmarks/studies/cache_cost.py DATASET [--repeats 3] [--num-threads 2]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from transform_cost import DENSE, SPARSE, SPEC
+from stoker_devtools.bench import emit, listed, median_of, run_json
+from transform_cost import DENSE, SPARSE, SPEC  # this folder's
 
 
 def epoch(source: str, cache: str, threads: int) -> dict:
@@ -60,14 +56,12 @@ def main() -> None:
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(epoch(args.source, args.child, args.num_threads)))
+        emit(epoch(args.source, args.child, args.num_threads))
         return
 
     def child(cache: str) -> dict:
-        out = subprocess.run([sys.executable, __file__, args.source, "--child", cache,
-                              "--num-threads", str(args.num_threads)],
-                             capture_output=True, text=True, check=True).stdout
-        return json.loads(out)
+        return run_json([sys.executable, __file__, args.source, "--child", cache,
+                         "--num-threads", str(args.num_threads)])
 
     cold, warm, size = [], [], 0
     for _ in range(args.repeats):
@@ -81,11 +75,12 @@ def main() -> None:
     assert all(w["misses"] == 0 for w in warm), "a warm epoch missed"
     copy = memcpy_gb_per_s()
     dataset = sum(p.stat().st_size for p in Path(args.source).glob("*.parquet"))
-    cold_m = statistics.median(r["rows_per_s"] for r in cold)
-    warm_m = statistics.median(r["rows_per_s"] for r in warm)
-    warm_gb = statistics.median(r["gb_per_s"] for r in warm)
+    cold_m = median_of(cold, "rows_per_s")
+    warm_m = median_of(warm, "rows_per_s")
+    warm_gb = median_of(warm, "gb_per_s")
+
     def rates(runs: list[dict]) -> str:
-        return ", ".join(f"{r['rows_per_s'] / 1e6:.2f}" for r in runs)
+        return listed((r["rows_per_s"] for r in runs), 1e-6)
 
     print(f"cold: {rates(cold)} M rows/s "
           f"(median {cold_m / 1e6:.2f}M)")

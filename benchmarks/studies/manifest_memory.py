@@ -5,23 +5,21 @@ so the footers are all there is. Each size is measured in a fresh process: the b
 manifest and plan hold (their own accounting, exact), and the process's resident memory
 after Loader() and at its peak (what the allocators kept and the footers decoded on the way).
 
-    python benchmarks/manifest_memory.py [--row-groups 10000 100000 1000000] [--workdir /tmp/..]
+    python benchmarks/studies/manifest_memory.py [--row-groups 10000 100000 1000000] [--workdir /tmp/..]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import resource
-import subprocess
 import sys
-import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from stoker_devtools.bench import emit, run_json, timed
 
 GROUPS_PER_FILE = 1000
 
@@ -62,16 +60,13 @@ def child(source: str, index: str) -> None:
     with open("/proc/self/clear_refs", "w") as f:
         f.write("5")
     before = rss_bytes()
-    started = time.perf_counter()
-    loader = stoker.Loader(source, batch_size=4096, index=index, num_threads=1)
-    seconds = time.perf_counter() - started
+    loader, seconds = timed(stoker.Loader, source, batch_size=4096, index=index, num_threads=1)
     after = rss_bytes()
     len(loader)  # plans an epoch: the unit order, the windows
     info = loader.dataset_info()
-    print(json.dumps({"rss_bytes": after - before, "loader_s": seconds,
-                      "peak_bytes": peak_bytes() - before,
-                      "manifest_bytes": info["manifest_bytes"], "plan_bytes": info["plan_bytes"],
-                      "row_groups": info["row_groups"]}))
+    emit({"rss_bytes": after - before, "loader_s": seconds, "peak_bytes": peak_bytes() - before,
+          "manifest_bytes": info["manifest_bytes"], "plan_bytes": info["plan_bytes"],
+          "row_groups": info["row_groups"]})
 
 
 def main() -> None:
@@ -96,9 +91,7 @@ def main() -> None:
             _index_cli.write(str(out))
         results = {}
         for index in ("ignore", "use"):
-            run = subprocess.run([sys.executable, __file__, "--child", str(out), index],
-                                 capture_output=True, text=True, check=True)
-            results[index] = json.loads(run.stdout.strip().splitlines()[-1])
+            results[index] = run_json([sys.executable, __file__, "--child", str(out), index])
         f, i = results["ignore"], results["use"]
         n = f["row_groups"]
         print(f"| {n:,} | {n // GROUPS_PER_FILE:,} | {f['manifest_bytes'] / n:,.0f} | "

@@ -5,41 +5,43 @@ array is made when the batch is handed over (DLPack imports are eager), so the c
 counts rows: indexing a jax.Array or tf.Tensor would launch an op per column and measure
 that framework's dispatch instead.
 
-    python benchmarks/framework_rates.py --rows 2000000 --repeats 5
+    python benchmarks/studies/framework_rates.py --rows 2000000 --repeats 5
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
-import time
+from collections.abc import Iterator
 from pathlib import Path
 from statistics import median
+
+from stoker_devtools.bench import epoch_rate, interleaved, write_json
 
 ROUTES = ("numpy", "torch", "jax", "tensorflow", "tf.data", "keras.PyDataset")
 
 
-def epoch_rate(source: Path, route: str, batch_size: int) -> float:
+def route_rate(source: Path, route: str, batch_size: int) -> float:
+    """Rows/s of one epoch through `route`; the loader is built before the clock starts, the
+    route's adapter (tf.data, PyDataset) after."""
     import stoker
 
     output = {"tf.data": "tensorflow", "keras.PyDataset": "numpy"}.get(route, route)
     loader = stoker.Loader(source, batch_size=batch_size, output=output, seed=1)
-    start = time.perf_counter()
-    rows = 0
-    if route == "tf.data":
-        import stoker.tf
-        batches = iter(stoker.tf.dataset(loader))
-    elif route == "keras.PyDataset":
-        import stoker.keras
-        data = stoker.keras.PyDataset(loader)
-        batches = (data[i] for i in range(len(data)))
-    else:
-        batches = iter(loader)
-    for batch in batches:
-        rows += next(iter(batch.values())).shape[0]
-    return rows / (time.perf_counter() - start)
+
+    def batches() -> Iterator[dict]:  # a generator: the adapter is made on the clock
+        if route == "tf.data":
+            import stoker.tf
+            yield from stoker.tf.dataset(loader)
+        elif route == "keras.PyDataset":
+            import stoker.keras
+            data = stoker.keras.PyDataset(loader)
+            yield from (data[i] for i in range(len(data)))
+        else:
+            yield from loader
+
+    return epoch_rate(batches(), lambda batch: next(iter(batch.values())).shape[0])
 
 
 def main() -> int:
@@ -57,11 +59,10 @@ def main() -> int:
     _gen.generate(work / "criteo", _gen.GenOptions(preset="criteo", rows=args.rows, files=4),
                   progress=False)
     for route in ROUTES:  # warm-up: page cache, imports, first touch
-        epoch_rate(work / "criteo", route, args.batch_size)
-    rates: dict[str, list[float]] = {route: [] for route in ROUTES}
-    for _ in range(args.repeats):
-        for route in ROUTES:
-            rates[route].append(epoch_rate(work / "criteo", route, args.batch_size))
+        route_rate(work / "criteo", route, args.batch_size)
+    rates = interleaved({route: lambda _, route=route: route_rate(work / "criteo", route,
+                                                                  args.batch_size)
+                         for route in ROUTES}, args.repeats)
     numpy = median(rates["numpy"])
     result = {route: {"rows_per_second": median(r), "vs_numpy": median(r) / numpy,
                       "runs": r} for route, r in rates.items()}
@@ -69,7 +70,7 @@ def main() -> int:
         print(f"{route:>16}: {figures['rows_per_second'] / 1e6:6.2f} M rows/s "
               f"({figures['vs_numpy']:.2f}x numpy)")
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
+        write_json(args.json, result)
     return 0
 
 

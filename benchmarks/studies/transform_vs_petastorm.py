@@ -1,4 +1,4 @@
-"""Stoker with the realistic criteo transform spec (benchmarks/transform_cost.py) against
+"""Stoker with the realistic criteo transform spec (benchmarks/studies/transform_cost.py) against
 Petastorm's make_batch_reader with an equivalent TransformSpec (pandas: fill nulls, log1p,
 standardize the 13 dense columns, hash the 26 categorical ones) and convert_early_to_numpy,
 thread pool with 2/4/10 workers (best kept), delivering what Stoker delivers: shuffled torch
@@ -6,29 +6,25 @@ batches of 4096 rows, through Petastorm's BatchedDataLoader with a shuffling que
 as Stoker's shuffle window. Each run is a fresh process in the loader's own environment;
 medians of --repeats.
 
-    python benchmarks/transform_vs_petastorm.py DATASET --petastorm-python .bench-petastorm-venv/bin/python
+    python benchmarks/studies/transform_vs_petastorm.py DATASET --petastorm-python .bench-petastorm-venv/bin/python
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import time
-from pathlib import Path
 
-DENSE = [f"I{i}" for i in range(1, 14)]
-SPARSE = [f"C{i}" for i in range(1, 27)]
+from stoker_devtools.bench import emit, listed, run_json
+from transform_cost import DENSE, SPARSE, SPEC  # this folder's
+
 BUCKETS = 100_000
 
 
 def run_stoker(source: str, threads: int) -> float:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     import stoker
-    from transform_cost import SPEC
 
     started = time.perf_counter()
     loader = stoker.Loader(source, columns=["label", *DENSE, *SPARSE], batch_size=4096,
@@ -82,17 +78,15 @@ def main() -> None:
     parser.add_argument("--setting", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child == "stoker":
-        print(json.dumps(run_stoker(args.source, args.setting)))
+        emit(run_stoker(args.source, args.setting))
         return
     if args.child == "petastorm":
-        print(json.dumps(run_petastorm(args.source, args.setting)))
+        emit(run_petastorm(args.source, args.setting))
         return
 
     def child(python: str, kind: str, setting: int) -> float:
-        out = subprocess.run([python, __file__, args.source, "--petastorm-python",
-                              args.petastorm_python, "--child", kind, "--setting", str(setting)],
-                             capture_output=True, text=True, check=True).stdout
-        return json.loads(out.strip().splitlines()[-1])
+        return run_json([python, __file__, args.source, "--petastorm-python",
+                         args.petastorm_python, "--child", kind, "--setting", str(setting)])
 
     stoker_runs = [child(sys.executable, "stoker", args.num_threads) for _ in range(args.repeats)]
     petastorm = {}
@@ -103,9 +97,9 @@ def main() -> None:
     s = statistics.median(stoker_runs)
     p = statistics.median(petastorm[best])
     print(f"stoker ({args.num_threads} threads): "
-          f"{', '.join(f'{r / 1e3:.0f}' for r in stoker_runs)} k rows/s (median {s / 1e3:.0f}k)")
+          f"{listed(stoker_runs, 1e-3, '.0f')} k rows/s (median {s / 1e3:.0f}k)")
     for workers, runs in petastorm.items():
-        print(f"petastorm {workers:>2} workers: {', '.join(f'{r / 1e3:.0f}' for r in runs)} "
+        print(f"petastorm {workers:>2} workers: {listed(runs, 1e-3, '.0f')} "
               f"k rows/s (median {statistics.median(runs) / 1e3:.0f}k)")
     print(f"stoker / petastorm (best: {best} workers): {s / p:.1f}x")
 

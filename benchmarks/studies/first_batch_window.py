@@ -4,7 +4,7 @@ float32, label int32) in 16 files of 65,536-row groups; num_threads 2 and 8; med
 seeds (the Loader is built first: listing and footers are not counted). docs/benchmarks.md,
 "Thread scaling and the shuffled gap".
 
-    python benchmarks/first_batch_window.py [WORKDIR]
+    python benchmarks/studies/first_batch_window.py [WORKDIR]
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import statistics
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 import stoker
+from stoker_devtools.bench import listed, timed
 from stoker_devtools.s3 import KEY, SECRET, FaultProxy, MotoServer
 
 os.environ.setdefault("AWS_EC2_METADATA_DISABLED", "true")
@@ -54,12 +54,9 @@ try:
                 for seed in (1, 2, 3):
                     ld = stoker.Loader(source, batch_size=4096, shuffle_window=window,
                                        num_threads=threads, seed=seed, **opts)
-                    started = time.perf_counter()
-                    it = iter(ld)
-                    next(it)
-                    times.append(time.perf_counter() - started)
-                    del it, ld
-                runs = " / ".join(f"{x * 1e3:.0f}" for x in times)
+                    times.append(timed(lambda ld=ld: next(iter(ld)))[1])
+                    del ld
+                runs = listed(times, 1e3, ".0f", sep=" / ")
                 print(f"| {where} | {window:,} | {threads} | "
                       f"{statistics.median(times) * 1e3:.0f} ms | {runs} |", flush=True)
 finally:

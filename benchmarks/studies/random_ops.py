@@ -4,7 +4,7 @@ the draws from their distributions (chi-square for randint and bernoulli_mask,
 Kolmogorov-Smirnov for uniform, the kept share for dropout), against critical values at
 significance 0.001. Also the cost: an epoch's seconds with and without the ops.
 
-    python benchmarks/random_ops.py [--rows 1000000] [--threads 4] [--seed 11] [--out DIR]
+    python benchmarks/studies/random_ops.py [--rows 1000000] [--threads 4] [--seed 11] [--out DIR]
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from __future__ import annotations
 import argparse
 import math
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import stoker
+from stoker_devtools.bench import timed
 
 SPEC = [
     {"op": "bernoulli_mask", "column": "mask", "p": 0.15, "dtype": "int8"},
@@ -53,9 +53,7 @@ def write_dataset(out: Path, rows: int) -> None:
 def read_epoch(source: Path, epoch: int, **options) -> tuple[dict[str, np.ndarray], float]:
     loader = stoker.Loader(source, batch_size=8192, **options)
     loader.set_epoch(epoch)
-    started = time.perf_counter()
-    batches = list(loader)
-    seconds = time.perf_counter() - started
+    batches, seconds = timed(list, loader)
     if not batches or "mask" not in batches[0]:
         return {}, seconds
     columns = {name: [b[name] for b in batches] for name in ("row_id", *DRAWN[:3])}

@@ -1,16 +1,16 @@
 """Cost of a resume: seconds from load_state_dict() to the first batch, mid-epoch, against the
 first batch of a fresh epoch, on the same dataset and options.
 
-    python benchmarks/resume_cost.py DATASET [--batch-size 4096] [--at 0.5] [--repeats 3]
+    python benchmarks/studies/resume_cost.py DATASET [--batch-size 4096] [--at 0.5] [--repeats 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import statistics
-import time
 
 import stoker
+from stoker_devtools.bench import listed, timed
 
 
 def main() -> None:
@@ -31,21 +31,19 @@ def main() -> None:
     state = loader.state_dict()
     del it, loader
 
-    construct, resume, fresh = [], [], []
-    for _ in range(args.repeats):
-        started = time.perf_counter()
-        resumed = stoker.Loader(args.source, **options)
-        construct.append(time.perf_counter() - started)
-        started = time.perf_counter()
+    def resume_first_batch(resumed: stoker.Loader) -> None:
         resumed.load_state_dict(state)
         next(iter(resumed))
-        resume.append(time.perf_counter() - started)
-        started = time.perf_counter()
-        next(iter(stoker.Loader(args.source, **options)))
-        fresh.append(time.perf_counter() - started)
+
+    construct, resume, fresh = [], [], []
+    for _ in range(args.repeats):
+        resumed, seconds = timed(stoker.Loader, args.source, **options)
+        construct.append(seconds)
+        resume.append(timed(resume_first_batch, resumed)[1])
+        fresh.append(timed(lambda: next(iter(stoker.Loader(args.source, **options))))[1])
     print(f"resume at batch {stop:,} of {total:,}: "
           f"load_state_dict -> first batch {statistics.median(resume):.3f} s (median of "
-          f"{args.repeats}: {', '.join(f'{t:.3f}' for t in resume)}); Loader construction "
+          f"{args.repeats}: {listed(resume, spec='.3f')}); Loader construction "
           f"{statistics.median(construct):.3f} s; fresh epoch construction + first batch "
           f"{statistics.median(fresh):.3f} s")
 

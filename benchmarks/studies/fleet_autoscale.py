@@ -11,7 +11,7 @@ With --pin, the trainer (and the local-only run) keeps to --trainer-cpus and the
 cluster, started apart with `ray start` under taskset, to --fleet-cpus: the fleet's servers
 then add cores the trainer does not have, as CPU machines beside a GPU host do.
 
-    python benchmarks/fleet_autoscale.py --work /tmp/fleet --rows 400000 \\
+    python benchmarks/studies/fleet_autoscale.py --work /tmp/fleet --rows 400000 \\
         --phases 0:40,25:40,0:30 --json benchmarks/results/fleet-autoscale.json
 """
 
@@ -20,10 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import time
 from pathlib import Path
 from typing import Any
+
+from stoker_devtools.bench import median_of, write_json
 
 BATCH = 1024
 
@@ -95,13 +96,12 @@ def summary(samples: list[dict], phases: list[tuple[float, float]]) -> list[dict
             continue
         steady = mine[len(mine) // 2:]  # the second half: after the controllers moved
         row = {"phase": k, "step_ms": step_ms,
-               "rows_per_s": round(statistics.median(s["rows_per_s"] for s in steady)),
-               "stall": round(statistics.median(s["stall"] for s in steady), 4),
-               "stall_first_half": round(statistics.median(
-                   s["stall"] for s in mine[:max(1, len(mine) // 2)]), 4)}
+               "rows_per_s": round(median_of(steady, "rows_per_s")),
+               "stall": round(median_of(steady, "stall"), 4),
+               "stall_first_half": round(median_of(mine[:max(1, len(mine) // 2)], "stall"), 4)}
         if "servers" in mine[0]:
             row["servers"] = [s["servers"] for s in mine]
-            row["local_share"] = round(statistics.median(s["local_share"] for s in steady), 3)
+            row["local_share"] = round(median_of(steady, "local_share"), 3)
         out.append(row)
     return out
 
@@ -200,7 +200,7 @@ def main() -> int:
     print("fleet history:", json.dumps(history))
     print(f"load average after: {os.getloadavg()}")
     if args.json:
-        args.json.write_text(json.dumps(result, indent=1) + "\n")
+        write_json(args.json, result, indent=1)
     return 0
 
 

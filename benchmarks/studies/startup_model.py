@@ -1,5 +1,5 @@
 """A model of startup on real S3 for many ranks and files, with and without the dataset
-index, from per-request costs (measured by benchmarks/startup.py and manifest_memory.py, or
+index, from per-request costs (measured by benchmarks/studies/startup.py and manifest_memory.py, or
 given): each rank lists the prefix (1,000 keys per page, pages one after another), then
 either reads every footer (one ranged GET each, --metadata-threads at a time) or reads the
 index in one GET and decodes it; with index="trust" it does not list (one HEAD of the index
@@ -7,7 +7,7 @@ instead), and checks each file it reads with a HEAD at its first read, beside th
 (counted apart: they follow the data, not the startup). The store caps the whole job's
 request rate per prefix.
 
-    python benchmarks/startup_model.py [--ranks 256] [--files 100000] [--row-groups 4]
+    python benchmarks/studies/startup_model.py [--ranks 256] [--files 100000] [--row-groups 4]
         [--columns 20] [--latency-ms 30] [--list-page-s 0.1] [--metadata-threads 64]
         [--prefix-rps 5500] [--stream-mb-s 80] [--chunk-bytes 121] [--decode-us-per-chunk 10]
 """

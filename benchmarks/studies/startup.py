@@ -9,9 +9,9 @@ index written by `stoker index --checksums`: each column chunk read is checked a
 checksum instead, no per-file request), "use" (listing, compared with the index), "ignore"
 (listing, every footer read).
 
-    python benchmarks/startup.py [--files 2000 20000] [--index checksums trust use ignore]
+    python benchmarks/studies/startup.py [--files 2000 20000] [--index checksums trust use ignore]
                                  [--latency-ms 20] [--workdir /tmp/...]
-    python benchmarks/startup.py --sweep [--latency-ms 20]
+    python benchmarks/studies/startup.py --sweep [--latency-ms 20]
 
 Datasets are generated under --workdir once (files of --row-groups row groups of
 --rows-per-group rows: row_id int64, x float32, label int32) and uploaded to the server.
@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -35,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+from stoker_devtools.bench import emit, run_json
 from stoker_devtools.s3 import KEY, SECRET, FaultProxy, MotoServer
 
 BATCH_SIZE = 4096
@@ -93,19 +93,14 @@ def child(spec: dict) -> None:
             next(it)
         state = loader.state_dict()
     del it
-    print(json.dumps({"loader_s": built - started, "first_batch_s": first - started,
-                      "metadata_s": stats["metadata_seconds"],
-                      "metadata_requests": stats["metadata_requests"],
-                      "data_requests": stats["requests"], "index_used": stats["index_used"],
-                      "row_groups": loader.dataset_info()["row_groups"], "state": state}))
+    emit({"loader_s": built - started, "first_batch_s": first - started,
+          "metadata_s": stats["metadata_seconds"], "metadata_requests": stats["metadata_requests"],
+          "data_requests": stats["requests"], "index_used": stats["index_used"],
+          "row_groups": loader.dataset_info()["row_groups"], "state": state})
 
 
 def run_child(spec: dict) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", json.dumps(spec)],
-                         capture_output=True, text=True, check=False)
-    if out.returncode != 0:
-        raise RuntimeError(out.stderr[-3000:])
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return run_json([sys.executable, __file__, "--child", json.dumps(spec)])
 
 
 def sweep(fs: pafs.S3FileSystem, server: MotoServer, proxy: FaultProxy, workdir: Path,

@@ -1,8 +1,8 @@
 """Soak: hundreds of epochs on small data, and whether resident memory, open file descriptors
 and threads stay flat (docs/reliability.md shows the chart and the figures).
 
-    python benchmarks/soak.py run --epochs 300 --json soak.json
-    python benchmarks/soak.py chart soak.json docs/img/soak.png   # needs matplotlib
+    python benchmarks/studies/soak.py run --epochs 300 --json soak.json
+    python benchmarks/studies/soak.py chart soak.json docs/img/soak.png   # needs matplotlib
 
 Every epoch picks, from a seeded generator, 1-8 threads, the disk cache on or off, and in
 half the epochs a break at a random batch followed by a fresh Loader resumed from the state
@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 from statistics import median
 from typing import Any
+
+from stoker_devtools.bench import write_json
 
 COLUMNS = ["row_id", "label", "I1", "C1"]
 OPTIONS = {"batch_size": 512, "seed": 9, "shuffle_window": 4000}
@@ -176,7 +178,7 @@ def main() -> int:
     args = parser.parse_args()
     if args.command == "run":
         results = run(args)
-        args.json.write_text(json.dumps(results, separators=(",", ":")))
+        write_json(args.json, results, indent=None)  # thousands of samples: one line
         print(json.dumps(results["summary"], indent=1))
     else:
         chart(json.loads(args.json.read_text()), args.png)

@@ -1,7 +1,7 @@
 """What the timeline costs: shuffled epochs with `trace=` on and off, alternating, medians of
 --repeats (docs/observability.md).
 
-    python benchmarks/trace_cost.py --rows 2000000 --repeats 5
+    python benchmarks/studies/trace_cost.py --rows 2000000 --repeats 5
 """
 
 from __future__ import annotations
@@ -9,18 +9,17 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
-import time
 from pathlib import Path
 from statistics import median
 
+from stoker_devtools.bench import epoch_rate, interleaved, listed
 
-def epoch_rate(source: Path, trace: Path | None, batch_size: int) -> float:
+
+def traced_rate(source: Path, trace: Path | None, batch_size: int) -> float:
+    """Rows/s of one epoch (the trace is written too), the Loader built before the clock."""
     import stoker
 
-    loader = stoker.Loader(source, batch_size=batch_size, trace=trace)
-    start = time.perf_counter()
-    rows = sum(len(next(iter(batch.values()))) for batch in loader)  # the trace is written too
-    return rows / (time.perf_counter() - start)
+    return epoch_rate(stoker.Loader(source, batch_size=batch_size, trace=trace))
 
 
 def main() -> int:
@@ -34,14 +33,14 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="stoker-trace-cost-"))
     _gen.generate(work / "criteo", _gen.GenOptions(preset="criteo", rows=args.rows, files=4),
                   progress=False)
-    epoch_rate(work / "criteo", None, args.batch_size)  # warm-up: page cache, first touch
-    off, on = [], []
-    for _ in range(args.repeats):
-        off.append(epoch_rate(work / "criteo", None, args.batch_size))
-        on.append(epoch_rate(work / "criteo", work / "trace.json", args.batch_size))
+    traced_rate(work / "criteo", None, args.batch_size)  # warm-up: page cache, first touch
+    runs = interleaved({trace: lambda _, trace=trace: traced_rate(work / "criteo", trace,
+                                                                  args.batch_size)
+                        for trace in (None, work / "trace.json")}, args.repeats)
+    off, on = runs[None], runs[work / "trace.json"]
     size = (work / "trace.json").stat().st_size
-    print(f"trace off: {median(off) / 1e6:.2f}M rows/s  (runs {', '.join(f'{r / 1e6:.2f}' for r in off)})")
-    print(f"trace on:  {median(on) / 1e6:.2f}M rows/s  (runs {', '.join(f'{r / 1e6:.2f}' for r in on)})")
+    print(f"trace off: {median(off) / 1e6:.2f}M rows/s  (runs {listed(off, 1e-6)})")
+    print(f"trace on:  {median(on) / 1e6:.2f}M rows/s  (runs {listed(on, 1e-6)})")
     print(f"on / off:  {median(on) / median(off):.3f}; trace file {size / 1e6:.1f} MB per epoch")
     return 0
 

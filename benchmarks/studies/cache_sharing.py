@@ -4,7 +4,7 @@ room (no eviction) and into a cache already full of other entries (every write e
 one process and in two processes sharing the directory. Also the warm cache (all hits) and
 no cache, for scale. Rows per second of one epoch, median of --repeats fresh runs.
 
-    python benchmarks/cache_sharing.py [DATASET] [--rows 400000] [--repeats 3]
+    python benchmarks/studies/cache_sharing.py [DATASET] [--rows 400000] [--repeats 3]
 
 Without DATASET a criteo-preset dataset of --rows rows (4 files, row groups of 20,000) is
 written to a temporary directory.
@@ -15,8 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,6 +22,7 @@ from pathlib import Path
 
 import stoker
 from stoker.cli import gen as _gen
+from stoker_devtools.bench import emit, median_of, run_json_at_once
 
 COLUMNS = ["label", *(f"I{i}" for i in range(1, 14)), *(f"C{i}" for i in range(1, 27))]
 # Entries of another column set, which fill the cache before an at-the-limit epoch.
@@ -43,10 +42,8 @@ def epoch(source: str, options: dict, seed: int, columns: list[str] = COLUMNS) -
 
 def together(source: str, options: dict, seeds: tuple[int, ...]) -> list[dict]:
     """One epoch in each of len(seeds) processes started at once."""
-    jobs = [subprocess.Popen([sys.executable, __file__, "--child", json.dumps(
-        {"source": source, "options": options, "seed": seed})], stdout=subprocess.PIPE,
-        text=True) for seed in seeds]
-    return [json.loads(job.communicate()[0]) for job in jobs]
+    return run_json_at_once([[sys.executable, __file__, "--child", json.dumps(
+        {"source": source, "options": options, "seed": seed})] for seed in seeds])
 
 
 def cache_bytes(cache: Path) -> int:
@@ -85,7 +82,7 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:  # one of the processes sharing a directory
         job = json.loads(args.child)
-        print(json.dumps(epoch(job["source"], job["options"], job["seed"])))
+        emit(epoch(job["source"], job["options"], job["seed"]))
         return
 
     with tempfile.TemporaryDirectory() as scratch:
@@ -98,7 +95,7 @@ def main() -> None:
         runs = [measure(source, Path(scratch) / "caches", base) for _ in range(args.repeats)]
         print(f"{'phase':<42} {'M rows/s (per process)':>24}  hits misses evictions (last run)")
         for phase, last in runs[-1].items():
-            rates = [statistics.median(run[phase][p]["rows_per_s"] for run in runs) / 1e6
+            rates = [median_of((run[phase][p] for run in runs), "rows_per_s") / 1e6
                      for p in range(len(last))]
             counts = "; ".join(f"{r['hits']} {r['misses']} {r['evictions']}" for r in last)
             print(f"{phase:<42} {' / '.join(f'{r:.3f}' for r in rates):>24}  {counts}")

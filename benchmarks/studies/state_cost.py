@@ -2,7 +2,7 @@
 several dataset sizes and at several steps into an epoch. Both must stay flat: the state is a
 few integers and digests, never a function of the rows or the step.
 
-    python benchmarks/state_cost.py [--rows 10000,100000,1000000] [--steps 0,10,100,1000]
+    python benchmarks/studies/state_cost.py [--rows 10000,100000,1000000] [--steps 0,10,100,1000]
                                     [--calls 20000] [--out DIR]
 
 Datasets are generated under --out (default: a temporary directory) with `stoker gen`'s
@@ -15,24 +15,13 @@ from __future__ import annotations
 import argparse
 import json
 import tempfile
-import time
 from pathlib import Path
 
 import stoker
 from stoker.cli import gen as _gen
+from stoker_devtools.bench import per_call_us
 
 BATCH_SIZE = 256
-
-
-def per_call_us(function, calls: int) -> float:
-    """Median over 5 rounds of `calls` calls, in microseconds per call."""
-    rounds = []
-    for _ in range(5):
-        started = time.perf_counter()
-        for _ in range(calls):
-            function()
-        rounds.append((time.perf_counter() - started) / calls * 1e6)
-    return sorted(rounds)[2]
 
 
 def measure(source: Path, steps: list[int], calls: int) -> list[dict]:

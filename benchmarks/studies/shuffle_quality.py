@@ -15,21 +15,20 @@ Each figure is the mean over 5 seeds.
 - order correlation: Pearson correlation between delivery position and row_id (uniform ~ 0);
   reported raw.
 
-    python benchmarks/shuffle_quality.py [--rows 1000000] [--json out.json]
+    python benchmarks/studies/shuffle_quality.py [--rows 1000000] [--json out.json]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import stoker
+from stoker_devtools.bench import timed, write_json
 
 BATCH = 1024
 SEEDS = (1, 2, 3, 4, 5)  # metrics are averaged over these epochs' seeds
@@ -101,13 +100,14 @@ def main() -> None:
                                rows)
         results = {"rows": rows, "row_group": row_group, "batch_size": BATCH,
                    "uniform": uniform, "stoker": {}, "petastorm": {}}
-        for window in windows:
-            started = time.perf_counter()
+        def measure(window: int) -> None:
             results["stoker"][window] = mean_metrics(
                 [stoker_order(source, window, seed) for seed in SEEDS], rows)
             results["petastorm"][window] = mean_metrics(
                 [petastorm_order(rows, row_group, window, seed) for seed in SEEDS], rows)
-            print(f"window {window:>9,} rows done ({time.perf_counter() - started:.1f} s)",
+
+        for window in windows:
+            print(f"window {window:>9,} rows done ({timed(measure, window)[1]:.1f} s)",
                   flush=True)
 
     print(f"\n{rows:,} rows stored sorted, row groups of {row_group:,}, batches of {BATCH}; "
@@ -123,7 +123,7 @@ def main() -> None:
     print(f"{'uniform':>18} | spread {uniform['spread']:.3f}, label error "
           f"{uniform['label_error']:.4f}, corr {uniform['order_corr']:.3f}")
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        write_json(args.json, results)
 
 
 if __name__ == "__main__":

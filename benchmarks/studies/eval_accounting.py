@@ -4,7 +4,7 @@ pad_to_equal_steps), and the rows training mode leaves out, for comparison. Ever
 counted from the batches delivered, and the ranks' real rows are checked to be the dataset,
 each row once (by the row_id column and by _file_index/_row_in_file).
 
-    python benchmarks/eval_accounting.py [DATASET] [--rows 100003] [--batch-size 4096]
+    python benchmarks/studies/eval_accounting.py [DATASET] [--rows 100003] [--batch-size 4096]
 
 Without DATASET, a criteo-preset dataset of --rows rows in 3 files is written to a temporary
 directory.

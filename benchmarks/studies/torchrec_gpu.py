@@ -12,7 +12,7 @@ utilization over the timed steps, when pynvml is present). Needs a CUDA GPU with
 TorchRec and fbgemm-gpu installed there, and a multihot dataset:
 
     stoker gen DATA --preset multihot --rows 2000000 --files 16
-    python benchmarks/device/torchrec_gpu.py DATA --steps 200 --json $OUT/torchrec_gpu.json
+    python benchmarks/studies/torchrec_gpu.py DATA --steps 200 --json $OUT/torchrec_gpu.json
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 import stoker
 import torch
 import torch.distributed as dist
+from stoker_devtools.bench import write_json
 from torchrec.datasets.utils import Batch
 from torchrec.distributed import DistributedModelParallel
 from torchrec.distributed.train_pipeline import TrainPipelineSparseDist
@@ -142,8 +143,7 @@ def main() -> None:
     results["python_over_ceiling"] = results["python"]["samples_per_second"] / ceiling
     print(json.dumps(results, indent=1))
     if args.json:
-        with open(args.json, "w") as out:
-            json.dump(results, out, indent=1)
+        write_json(args.json, results, indent=1)
     dist.destroy_process_group()
 
 

@@ -3,17 +3,16 @@ nulls, log1p and standardize the 13 dense columns and stack them, hash the 26 ca
 columns) against the same read without transforms, same threads, each run in a fresh
 process, alternating, medians of --repeats runs.
 
-    python benchmarks/transform_cost.py DATASET [--repeats 3] [--num-threads 2]
+    python benchmarks/studies/transform_cost.py DATASET [--repeats 3] [--num-threads 2]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
-import statistics
-import subprocess
 import sys
 import time
+
+from stoker_devtools.bench import emit, interleaved, listed, median_of, run_json
 
 DENSE = [f"I{i}" for i in range(1, 14)]
 SPARSE = [f"C{i}" for i in range(1, 27)]
@@ -48,19 +47,18 @@ def main() -> None:
     parser.add_argument("--child", choices=["plain", "transforms"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(measure(args.source, args.child == "transforms", args.num_threads)))
+        emit(measure(args.source, args.child == "transforms", args.num_threads))
         return
-    runs: dict[str, list[dict]] = {"plain": [], "transforms": []}
-    for _ in range(args.repeats):
-        for kind, results in runs.items():
-            out = subprocess.run([sys.executable, __file__, args.source, "--child", kind,
-                                  "--num-threads", str(args.num_threads)],
-                                 capture_output=True, text=True, check=True).stdout
-            results.append(json.loads(out))
-    medians = {kind: statistics.median(r["rows_per_s"] for r in rs) for kind, rs in runs.items()}
+
+    def child(kind: str) -> dict:
+        return run_json([sys.executable, __file__, args.source, "--child", kind,
+                         "--num-threads", str(args.num_threads)])
+
+    runs = interleaved({kind: lambda _, kind=kind: child(kind)
+                        for kind in ("plain", "transforms")}, args.repeats)
+    medians = {kind: median_of(rs, "rows_per_s") for kind, rs in runs.items()}
     for kind, rs in runs.items():
-        figures = ", ".join(f"{r['rows_per_s'] / 1e6:.2f}" for r in rs)
-        print(f"{kind:>10}: {figures} M rows/s "
+        print(f"{kind:>10}: {listed((r['rows_per_s'] for r in rs), 1e-6)} M rows/s "
               f"(median {medians[kind] / 1e6:.2f}M)")
     cost = 1 - medians["transforms"] / medians["plain"]
     print(f"transforms cost {cost:.1%} of the no-transform throughput "

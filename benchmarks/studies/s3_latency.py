@@ -3,7 +3,7 @@
 files from local disk with the same decode threads. Each figure is a median of --repeats
 epochs; local and S3 epochs alternate.
 
-    python benchmarks/s3_latency.py DATASET [--latency-ms 20] [--repeats 3] [--num-threads 2]
+    python benchmarks/studies/s3_latency.py DATASET [--latency-ms 20] [--repeats 3] [--num-threads 2]
 
 With --controller E: instead, one loader reads E epochs from the store with the controller
 off (autotune=False: the fixed read-ahead of one row group per worker) and one with it on
@@ -18,19 +18,24 @@ import argparse
 import os
 import statistics
 import time
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow.fs as pafs
 import stoker
+from stoker_devtools.bench import epoch_rate, listed, timed
 from stoker_devtools.s3 import KEY, SECRET, FaultProxy, MotoServer
 
 
 def epoch(source, threads: int, **kwargs) -> tuple[float, dict]:
-    started = time.perf_counter()
-    loader = stoker.Loader(source, batch_size=4096, seed=1, num_threads=threads, **kwargs)
-    rows = sum(len(b["label"]) for b in loader)
-    return rows / (time.perf_counter() - started), loader.stats()
+    """Rows/s of one epoch, the Loader's construction included, and its stats."""
+    def read() -> tuple[int, dict]:
+        loader = stoker.Loader(source, batch_size=4096, seed=1, num_threads=threads, **kwargs)
+        return sum(len(b["label"]) for b in loader), loader.stats()
+
+    (rows, stats), seconds = timed(read)
+    return rows / seconds, stats
 
 
 def controlled(source: str, threads: int, epochs: int, step_s: float,
@@ -38,15 +43,13 @@ def controlled(source: str, threads: int, epochs: int, step_s: float,
     """One loader, `epochs` epochs with a training step of `step_s` per batch: the median
     rows/s after the first epoch, and its stats."""
     loader = stoker.Loader(source, batch_size=4096, seed=1, num_threads=threads, **kwargs)
-    rates = []
-    for _ in range(epochs):
-        started = time.perf_counter()
-        rows = 0
+    def stepped() -> Iterator[dict]:  # the training step after each batch, on the clock
         for batch in loader:
-            rows += len(batch["label"])
+            yield batch
             if step_s:
                 time.sleep(step_s)
-        rates.append(rows / (time.perf_counter() - started))
+
+    rates = [epoch_rate(stepped(), lambda batch: len(batch["label"])) for _ in range(epochs)]
     return statistics.median(rates[1:] or rates), loader.stats()
 
 
@@ -81,12 +84,14 @@ def main() -> None:
         # The store's own ceiling: the same objects fetched whole, 4 at a time, no decoding.
         through_proxy = pafs.S3FileSystem(access_key=KEY, secret_key=SECRET, scheme="http",
                                           endpoint_override=proxy.endpoint, region="us-east-1")
-        started = time.perf_counter()
-        with ThreadPoolExecutor(4) as pool:
-            fetched = sum(pool.map(
-                lambda p: len(through_proxy.open_input_file(f"bench/data/{p.name}").read()),
-                files))
-        store_mb_s = fetched / (time.perf_counter() - started) / 1e6
+        def fetch_all() -> int:
+            with ThreadPoolExecutor(4) as pool:
+                return sum(pool.map(
+                    lambda p: len(through_proxy.open_input_file(f"bench/data/{p.name}").read()),
+                    files))
+
+        fetched, seconds = timed(fetch_all)
+        store_mb_s = fetched / seconds / 1e6
         if args.controller:
             compare_controller(args, options)
             return
@@ -102,9 +107,8 @@ def main() -> None:
     row_groups = stats["units_read"]
     print(f"{len(files)} files, {row_groups} row groups, {args.latency_ms:g} ms added per "
           f"request, {args.num_threads} decode threads, {args.io_threads} I/O threads")
-    print(f"local disk: {', '.join(f'{r / 1e6:.2f}' for r in local)} M rows/s "
-          f"(median {local_m / 1e6:.2f}M)")
-    print(f"S3 + {args.latency_ms:g} ms: {', '.join(f'{r / 1e6:.2f}' for r in remote)} M rows/s "
+    print(f"local disk: {listed(local, 1e-6)} M rows/s (median {local_m / 1e6:.2f}M)")
+    print(f"S3 + {args.latency_ms:g} ms: {listed(remote, 1e-6)} M rows/s "
           f"(median {remote_m / 1e6:.2f}M)")
     print(f"ratio S3 / local: {remote_m / local_m:.2f}")
     rows = stats["rows"] / args.repeats
@@ -130,8 +134,8 @@ def compare_controller(args: argparse.Namespace, options: dict) -> None:
           f"I/O threads, {args.controller} epochs per loader, "
           f"{'unshuffled' if args.unshuffled else 'shuffled'}, a {args.step_ms:g} ms step "
           f"(rows/s: median of epochs 2..)")
-    print(f"controller off: {', '.join(f'{r / 1e6:.3f}' for r in off)} M rows/s")
-    print(f"controller on:  {', '.join(f'{r / 1e6:.3f}' for r in on)} M rows/s")
+    print(f"controller off: {listed(off, 1e-6, '.3f')} M rows/s")
+    print(f"controller on:  {listed(on, 1e-6, '.3f')} M rows/s")
     print(f"ratio on / off: {statistics.median(on) / statistics.median(off):.2f}; the last "
           f"run ended at prefetch {tune['prefetch']}, read-ahead {tune['read_ahead']} "
           f"(max {tune['max_read_ahead']}), {tune['decisions']} decisions:")
