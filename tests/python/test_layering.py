@@ -1,6 +1,6 @@
 """The engine's stages depend one way: no folder under src/ includes, directly or through
 others, a folder that includes it, and the core stages include nothing of serve/ or python/
-(docs/architecture.md, "Folders and files"). Read from the #include lines themselves."""
+(docs/architecture.md, "What each folder owns"). Read from the #include lines themselves."""
 
 from __future__ import annotations
 
