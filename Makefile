@@ -168,6 +168,8 @@ CPP_SOURCES = $(wildcard include/stoker/*.h src/*/*.h src/*/*.cc src/*/*/*.h src
                          tests/cpp/*/*.cc tests/cpp/*/*/*.h tests/cpp/*/*/*.cc tests/fuzz/*.h tests/fuzz/*.cc \
                          examples/*.cc benchmarks/cpp/*.cc)
 
+# clang-format, ruff and mypy; .pre-commit-config.yaml runs the same three, at the same pinned
+# versions, on the files of each commit (README.md, "Working on Stoker").
 lint: $(DEPS) lint-threads
 	command -v clang-format >/dev/null || apt-get install -y -qq clang-format
 	clang-format --dry-run --Werror $(CPP_SOURCES)
