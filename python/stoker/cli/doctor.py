@@ -11,19 +11,33 @@ report, a dict with a stable schema (docs/observability.md); `_diagnosis` adds t
 
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from stoker.cli import cpu as _cpu
 from stoker.cli import diagnosis as _diagnosis
+from stoker.cli import flags as _flags
 from stoker.cli import procfs as _procfs
 from stoker.cli import thread_pools as _thread_pools
 from stoker.cli.console import format_bytes, format_count, format_ms
 from stoker.cli.meter import drain
 
-__all__ = ["DEFAULT_SECONDS", "SCHEMA_VERSION", "STEP_MODES", "format_text", "measure"]
+__all__ = [
+    "DEFAULT_SECONDS",
+    "DESCRIPTION",
+    "HELP",
+    "SCHEMA_VERSION",
+    "STEP_MODES",
+    "add_arguments",
+    "format_text",
+    "measure",
+    "run",
+]
 
 SCHEMA_VERSION = 1
 DEFAULT_SECONDS = 20.0
@@ -331,3 +345,44 @@ def format_text(report: dict[str, Any]) -> str:
         lines.append(f"  [{finding['severity']}] {finding['id']}: {finding['message']}")
         lines.append(f"      -> {finding['recommendation']}")
     return "\n".join(lines)
+
+
+# The command line: `stoker doctor`.
+HELP = "measure an epoch and name what slows the data down"
+DESCRIPTION = (
+    "Run a bounded, measured epoch of the loader through a simulated training step and report "
+    "the loader's rate against the step's, the stage breakdown, whether the loader or the step "
+    "is the bottleneck, the CPU budget against the threads running, CPU/memory/I/O pressure, "
+    "run-queue delay, page faults and their latency, storage throughput, swap and transparent "
+    "huge pages, each finding with a recommendation (docs/observability.md). Exits 0 whatever "
+    "it finds; 1 when the epoch itself fails.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", metavar="SOURCE")
+    _flags.add_loader_options(parser)
+    parser.add_argument("--step-ms", type=_flags.float_at_least(0), default=0.0,
+                        help="simulated training step per batch, in ms (default 0: none)")
+    parser.add_argument("--step-mode", choices=STEP_MODES, default="sleep",
+                        help="sleep: the step leaves the CPU free (an accelerator's); spin: "
+                             "it keeps a CPU busy (default %(default)s)")
+    parser.add_argument("--seconds", type=_flags.float_at_least(0.1), default=DEFAULT_SECONDS,
+                        help="stop after this many seconds (default %(default)s)")
+    parser.add_argument("--batches", type=_flags.positive_int,
+                        help="stop after this many batches")
+    parser.add_argument("--output", choices=("numpy", "torch", "arrow"), default="numpy",
+                        help="what the batches become (torch: imports torch, whose intra-op "
+                             "threads then count against the budget; default %(default)s)")
+    parser.add_argument("--no-probe", dest="probe", action="store_false",
+                        help="do not run the page-fault probe")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    transforms = json.loads(Path(args.transforms).read_text()) if args.transforms else None
+    report = measure(args.source,
+                     loader_options={**_flags.loader_options(args), "output": args.output},
+                     transforms=transforms, step_ms=args.step_ms, step_mode=args.step_mode,
+                     seconds=args.seconds, batches=args.batches, probe=args.probe)
+    print(json.dumps(report, indent=2) if args.json else format_text(report))
+    return 0

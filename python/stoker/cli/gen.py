@@ -8,6 +8,7 @@ row count.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import math
 import os
@@ -19,15 +20,20 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from stoker.cli import flags as _flags
 from stoker.cli.console import Progress, format_bytes, format_count
 
 __all__ = [
     "COMPRESSIONS",
+    "DESCRIPTION",
+    "HELP",
     "PRESETS",
     "GenOptions",
     "GenResult",
+    "add_arguments",
     "file_row_ranges",
     "generate",
+    "run",
     "schema_for",
     "summary_line",
 ]
@@ -524,3 +530,65 @@ def _skewed_ids(
     ids -= 1
     # u < 1, but exp() may round up to exactly cardinality + 1.
     return np.minimum(ids, np.asarray(cardinality, dtype=dtype) - 1, out=ids)
+
+
+# The command line: `stoker gen`.
+HELP = "write a synthetic Parquet dataset"
+DESCRIPTION = (
+    "Write a deterministic synthetic Parquet dataset: the same options give byte-identical "
+    "files. Every preset has a row_id column numbering rows 0..N-1 in file order and a float32 "
+    "0/1 label (25% positive)."  # a description is not %-formatted
+)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("out", metavar="OUT", help="output directory (created if missing)")
+    parser.add_argument(
+        "--preset",
+        required=True,
+        choices=PRESETS,
+        help="criteo: 13 dense float32 + 26 skewed int64 ids; criteo-nulls: the same with 10%% "
+        "nulls in the odd-numbered columns and a string column (domain); wide: --columns "
+        "float32 features; embeddings: item_id + two fixed-size float32 vectors of --list-size; "
+        "multihot: criteo's dense columns + 26 list<int32> bags of skewed ids, MLPerf "
+        "DLRM-DCNv2's multi-hot sizes (1 to 100 ids a row on average); sequences: user_id, "
+        "item_id and a user's history of items (list<int64>) with paired history_ts, "
+        f"history_action and history_weight lists, 1 to {SEQUENCE_MAX_LENGTH} events "
+        f"(median {SEQUENCE_MEDIAN_LENGTH})",
+    )
+    parser.add_argument("--rows", required=True, type=_flags.positive_int, help="total rows")
+    parser.add_argument(
+        "--seed", type=_flags.non_negative_int, default=0, help="default: %(default)s"
+    )
+    parser.add_argument(
+        "--files", type=_flags.positive_int, default=1, help="files to split rows into (default: 1)"
+    )
+    parser.add_argument(
+        "--row-group-size",
+        type=_flags.positive_int,
+        default=DEFAULT_ROW_GROUP_SIZE,
+        help="rows per row group (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--compression", choices=COMPRESSIONS, default="snappy", help="default: snappy"
+    )
+    parser.add_argument(
+        "--columns",
+        type=_flags.positive_int,
+        help=f"wide only: feature columns (default: {DEFAULT_WIDE_COLUMNS})",
+    )
+    parser.add_argument(
+        "--list-size",
+        type=_flags.positive_int,
+        help=f"embeddings only: vector length (default: {DEFAULT_LIST_SIZE})",
+    )
+    parser.add_argument(
+        "--overwrite", action="store_true", help="replace part-*.parquet files already in OUT"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    options = _flags.options(GenOptions, args)
+    result = generate(args.out, options, overwrite=args.overwrite)
+    print(summary_line(args.out, result))
+    return 0

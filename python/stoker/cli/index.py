@@ -4,6 +4,7 @@ starts with one listing and one read instead of a read per footer (docs/large-da
 
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from typing import Any
@@ -40,3 +41,33 @@ def storage_from_json(text: str | None) -> dict[str, Any] | None:
         # A usage error the CLI reports in one line, as it does every ValueError.
         raise ValueError(f"--storage-options must be a JSON object, got {text!r}")  # noqa: TRY004
     return value
+
+
+# The command line: `stoker index`.
+HELP = "write a dataset directory's summary file _metadata"
+DESCRIPTION = (
+    "Read every data file's footer under SOURCE (a directory, local or s3://) and write "
+    "SOURCE/_metadata: the Parquet summary file pyarrow, Dask and Spark use, plus each file's "
+    "size and modification time in its key-value metadata. A Loader then starts from one "
+    "listing and one read, and refuses an index that no longer matches the files "
+    "(docs/large-datasets.md).")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("source", metavar="SOURCE", help="a dataset directory or s3:// prefix")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing _metadata (a stale one, or another tool's)")
+    parser.add_argument("--checksums", action="store_true",
+                        help="also record every column chunk's checksum (reads all the data "
+                        "once): index=\"trust\" then checks the bytes it reads instead of "
+                        "asking the store about each file, and catches any change to them")
+    parser.add_argument("--storage-options", metavar="JSON",
+                        help="how to reach s3:// (a JSON object, as Loader's storage_options)")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    report = write(args.source, overwrite=args.overwrite, checksums=args.checksums,
+                   storage_options=storage_from_json(args.storage_options))
+    print(json.dumps(report, indent=2) if args.json else format_text(report))
+    return 0

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import glob
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -14,7 +16,18 @@ import pyarrow.parquet as pq
 
 from stoker.cli.console import format_bytes, format_table
 
-__all__ = ["FileInfo", "Report", "format_text", "inspect_sources", "resolve_sources", "to_json"]
+__all__ = [
+    "DESCRIPTION",
+    "HELP",
+    "FileInfo",
+    "Report",
+    "add_arguments",
+    "format_text",
+    "inspect_sources",
+    "resolve_sources",
+    "run",
+    "to_json",
+]
 
 _GLOB_CHARS = frozenset("*?[")
 
@@ -166,3 +179,28 @@ def to_json(report: Report) -> dict[str, Any]:
 
 def _text(raw: bytes) -> str:
     return raw.decode(errors="replace")
+
+
+# The command line: `stoker inspect`.
+HELP = "describe Parquet files from their footers"
+DESCRIPTION = ("Print each file's row groups, rows and compressed bytes, the totals and the Arrow "
+               "schema. Reads footers only.")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "sources",
+        metavar="SOURCE",
+        nargs="+",
+        help="a Parquet file, a directory (every *.parquet below it) or a glob pattern",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+
+def run(args: argparse.Namespace) -> int:
+    report = inspect_sources(args.sources)
+    if args.json:
+        print(json.dumps(to_json(report), indent=2))
+    else:
+        print(format_text(report))
+    return 0

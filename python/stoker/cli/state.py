@@ -3,6 +3,7 @@ torch.save file without running anything the file could name (docs/state.md)."""
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import pickle
@@ -126,3 +127,22 @@ def show(path: str | Path, *, as_json: bool) -> str:
         f"delivered digest {info['delivered_digest'] or '-'}",
     ]
     return "\n".join(lines)
+
+
+# The command line: `stoker state`.
+HELP = "show where a saved checkpoint stands"
+DESCRIPTION = (
+    "Print where a saved Loader.state_dict() stands: epoch, batches and rows consumed and "
+    "left, world size and rank, the options digest. FILE is JSON, a pickle of plain data or a "
+    "torch.save file (read with weights_only=True); the state may be nested in it, e.g. "
+    "{'model': ..., 'data': loader.state_dict()} (docs/state.md).")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE")
+    parser.add_argument("--json", action="store_true", help="print JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    print(show(args.file, as_json=args.json))
+    return 0
