@@ -11,6 +11,7 @@ examples through the compat layer."""
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import os
 import pickle
@@ -371,6 +372,20 @@ def test_make_reader_arguments_map_onto_the_loader() -> None:
         reader.stop()
     with pytest.raises(ValueError, match="rowgroup_selector must be a row-group selector"):
         sp.make_reader(url, rowgroup_selector=object())
+
+
+def test_both_readers_take_the_same_petastorm_parameters() -> None:
+    """make_reader and make_batch_reader write their signatures out (editors and type checkers
+    read a def): the same parameters in the same order with the same defaults, but for the
+    dataset's name and make_batch_reader's batch_size."""
+    def parameters(make: Any) -> list[tuple[str, Any, Any]]:
+        return [(p.name, p.kind, p.default)
+                for p in inspect.signature(make).parameters.values()]
+
+    reader, batch_reader = parameters(sp.make_reader), parameters(sp.make_batch_reader)
+    assert reader[0][0] == "dataset_url" and batch_reader[0][0] == "dataset_url_or_urls"
+    assert batch_reader[-2] == ("batch_size", inspect.Parameter.POSITIONAL_OR_KEYWORD, 1024)
+    assert reader[1:] == batch_reader[1:-2] + batch_reader[-1:]
 
 
 class _InSet:

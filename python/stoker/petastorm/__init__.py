@@ -12,10 +12,13 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import stoker
+from stoker.petastorm._arguments import ReaderArguments, open_reader
+from stoker.petastorm._decoders import loader_codecs
 from stoker.petastorm._errors import NoDataAvailableError
 from stoker.petastorm._metadata import UNISCHEMA_KEY, find_unischema, resolve_urls
 from stoker.petastorm._pickle import UnischemaUnpickler, load_unischema
-from stoker.petastorm._reader import Reader, _make, loader_codecs, make_loader
+from stoker.petastorm._reader import Reader
 from stoker.petastorm._unischema import (
     CompressedImageCodec,
     CompressedNdarrayCodec,
@@ -75,6 +78,23 @@ def get_schema_from_dataset_url(dataset_url: str | os.PathLike | Sequence[str]) 
     return schema
 
 
+def make_loader(dataset_url: str | os.PathLike | Sequence[str],
+                **loader_args: Any) -> stoker.Loader:
+    """A ``stoker.Loader`` over a Petastorm dataset that decodes its codecs (from the stored
+    Unischema) in the C++ workers: the fast path, batches of tensors (docs/petastorm.md).
+    ``loader_args`` are the Loader's; ``codecs`` defaults to the stored schema's."""
+    filesystem, path, source = resolve_urls(dataset_url)
+    schema = find_unischema(filesystem, path, path if isinstance(source, list) else source)
+    if schema is not None and loader_args.get("codecs") is None:
+        loader_args["codecs"] = loader_codecs(schema, loader_args.get("columns"))
+    return stoker.Loader(source, **loader_args)
+
+
+# make_reader and make_batch_reader write out Petastorm's signatures, the same parameters in the
+# same order but for the dataset's name and batch_size (test_petastorm.py keeps them so):
+# editors and type checkers read a def, not a __signature__ set at run time, and a Petastorm
+# script passes these positionally. Each body hands its parameters on by name
+# (ReaderArguments.of_call) to the one implementation, _arguments.open_reader.
 def make_reader(dataset_url: str | os.PathLike | Sequence[str],
                 schema_fields: Sequence[Any] | Any | None = None,
                 reader_pool_type: str = "thread", workers_count: int | None = None,
@@ -100,17 +120,7 @@ def make_reader(dataset_url: str | os.PathLike | Sequence[str],
     ``schema_fields`` may be an ``NGram`` (stoker.petastorm.ngram, or Petastorm's), which
     yields windows of consecutive rows. Further keyword arguments go to ``stoker.Loader``
     (e.g. ``shuffle_window``, ``transforms``). docs/petastorm.md maps every argument."""
-    return _make(dataset_url, batched=False, schema_fields=schema_fields,
-                 reader_pool_type=reader_pool_type, shard_seed=shard_seed,
-                 workers_count=workers_count, seed=seed, shuffle_rows=shuffle_rows,
-                 shuffle_row_groups=shuffle_row_groups,
-                 shuffle_row_drop_partitions=shuffle_row_drop_partitions, predicate=predicate,
-                 rowgroup_selector=rowgroup_selector, num_epochs=num_epochs,
-                 cur_shard=cur_shard, shard_count=shard_count, cache_type=cache_type,
-                 cache_location=cache_location, cache_size_limit=cache_size_limit,
-                 transform_spec=transform_spec, filters=filters,
-                 storage_options=storage_options, filesystem=filesystem, batch_size=None,
-                 loader_args=loader_args)
+    return open_reader(ReaderArguments.of_call(dataset_url, locals(), batched=False))
 
 
 def make_batch_reader(dataset_url_or_urls: str | os.PathLike | Sequence[str],
@@ -132,14 +142,4 @@ def make_batch_reader(dataset_url_or_urls: str | os.PathLike | Sequence[str],
     """Petastorm's make_batch_reader: yields namedtuples of column batches (numpy arrays of
     ``batch_size`` rows; Petastorm's are one row group each). Unlike Petastorm's, it decodes a
     Petastorm dataset's codecs too. Arguments as make_reader's."""
-    return _make(dataset_url_or_urls, batched=True, schema_fields=schema_fields,
-                 reader_pool_type=reader_pool_type, shard_seed=shard_seed,
-                 workers_count=workers_count, seed=seed, shuffle_rows=shuffle_rows,
-                 shuffle_row_groups=shuffle_row_groups,
-                 shuffle_row_drop_partitions=shuffle_row_drop_partitions, predicate=predicate,
-                 rowgroup_selector=rowgroup_selector, num_epochs=num_epochs,
-                 cur_shard=cur_shard, shard_count=shard_count, cache_type=cache_type,
-                 cache_location=cache_location, cache_size_limit=cache_size_limit,
-                 transform_spec=transform_spec, filters=filters,
-                 storage_options=storage_options, filesystem=filesystem,
-                 batch_size=batch_size, loader_args=loader_args)
+    return open_reader(ReaderArguments.of_call(dataset_url_or_urls, locals(), batched=True))
