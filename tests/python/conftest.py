@@ -1,4 +1,5 @@
-"""Shared fixtures: small real datasets written once per test session."""
+"""Shared fixtures (small real datasets written once per test session) and the helpers
+several test files import by name (assert_same_batches, damage_row_group)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,15 @@ def assert_same_batches(a: list, b: list) -> None:
         for name in x:
             np.testing.assert_array_equal(np.asarray(x[name]), np.asarray(y[name]),
                                           err_msg=name)
+
+
+def damage_row_group(path: Path, row_group: int) -> None:
+    """Overwrites the page header at the start of the row group's first column chunk."""
+    chunk = pq.read_metadata(path).row_group(row_group).column(0)
+    offset = chunk.dictionary_page_offset or chunk.data_page_offset
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(b"\xff" * 16)
 
 
 @pytest.fixture(scope="session")

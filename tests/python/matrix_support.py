@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.fs as pafs
 import pyarrow.parquet as pq
+from conftest import damage_row_group
 
 ROWS = 3000
 ROW_GROUP = 250
@@ -135,15 +136,6 @@ def rows(start: int, count: int) -> pa.Table:
         "emb": pa.array([_npy(np.arange(i, i + 4, dtype=np.float32)) for i in ids],
                         pa.binary()),
     })
-
-
-def damage_row_group(path: Path, row_group: int) -> None:
-    """Overwrites the page header at the start of the row group's first column chunk."""
-    chunk = pq.read_metadata(path).row_group(row_group).column(0)
-    offset = chunk.dictionary_page_offset or chunk.data_page_offset
-    with open(path, "r+b") as f:
-        f.seek(offset)
-        f.write(b"\xff" * 16)
 
 
 def write_directory(path: Path, table: pa.Table, files: int) -> list[Path]:

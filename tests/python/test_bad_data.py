@@ -17,7 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import stoker
-from conftest import assert_same_batches
+from conftest import assert_same_batches, damage_row_group
 
 BAD_DATA = Path(__file__).resolve().parent.parent / "data" / "parquet-testing" / "bad_data"
 # Files whose footer reads but whose row group does not decode (test_corpus.py holds them to a
@@ -225,15 +225,6 @@ def test_another_broken_file_of_the_corpus(tmp_path: Path) -> None:
     for got, want in zip(batches, without_file(expected, 1), strict=True):
         assert got.equals(want)
     assert "Unexpected end of stream" in loader.stats()["skipped_units"][0]["error"]
-
-
-def damage_row_group(path: Path, row_group: int) -> None:
-    """Overwrites the page header at the start of the row group's first column chunk."""
-    chunk = pq.read_metadata(path).row_group(row_group).column(0)
-    offset = chunk.dictionary_page_offset or chunk.data_page_offset
-    with open(path, "r+b") as f:
-        f.seek(offset)
-        f.write(b"\xff" * 16)
 
 
 @pytest.mark.parametrize("cache", [False, True])

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 import stoker
-from conftest import assert_same_batches
+from conftest import assert_same_batches, damage_row_group
 from pyarrow import flight
 from stoker._remote.remote_loader import ticket
 from stoker_devtools.serve import COLUMNS, OPTIONS, Server
@@ -222,8 +222,6 @@ def test_a_remote_resume_is_exact_across_a_unit_the_server_skipped(criteo: Path,
     """A server with on_error="skip" over a dataset with a damaged row group sends shorter
     batches; the client counts each batch's planned rows, as a local loader does, so a state
     saved after a short batch resumes exactly where the local loader's would."""
-    from test_bad_data import damage_row_group
-
     damaged = tmp_path / "criteo"
     shutil.copytree(criteo, damaged)
     first = min(damaged.glob("*.parquet"))
