@@ -66,7 +66,7 @@ def run_petastorm(url: str, reader: str, threads: int) -> dict:
     rows = 0
     if reader == "make_reader":
         with make_reader(url, workers_count=threads, num_epochs=1, seed=1) as r:
-            for sample in r:
+            for _sample in r:
                 rows += 1
     else:
         schema = get_schema_from_dataset_url(url)
@@ -96,7 +96,7 @@ def run_stoker(url: str, reader: str, threads: int) -> dict:
     rows = 0
     if reader == "make_reader":
         with sp.make_reader(url, workers_count=threads, num_epochs=1, seed=1) as r:
-            for sample in r:
+            for _sample in r:
                 rows += 1
     elif reader == "make_batch_reader":
         with sp.make_batch_reader(url, workers_count=threads, num_epochs=1, seed=1) as r:

@@ -59,7 +59,7 @@ def test_a_split_moved_at_every_batch_changes_no_batch(criteo: Path, servers) ->
     for seed in range(3):
         loader = local_first(criteo, locations, {**MOVE_EVERY_BATCH, "random_moves": seed})
         expected = reference(criteo)
-        for epoch in range(2):
+        for _epoch in range(2):
             assert_same_batches(list(loader), list(expected))
         stats = loader.stats()
         assert stats["relayouts"] >= 5, stats

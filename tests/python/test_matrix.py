@@ -219,7 +219,7 @@ def run_case(case: Case, lake: Lake, tmp_path: Path) -> None:
     if case.cache != "off":
         options = {**options, "cache_dir": str(tmp_path / "cache")}
     if case.cache == "warm":  # a whole epoch through the cache before the one compared
-        for batch in stoker.Loader(source, **options):
+        for _batch in stoker.Loader(source, **options):
             pass
     placement = Placement(case, source, options)
     try:

@@ -18,7 +18,7 @@ import pytest
 import stoker
 from conftest import assert_same_batches, damage_row_group
 from pyarrow import flight
-from stoker._remote.remote_loader import ticket
+from stoker._remote.client import ticket
 from stoker_devtools.serve import COLUMNS, OPTIONS, Server
 
 

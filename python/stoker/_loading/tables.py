@@ -348,7 +348,7 @@ class IcebergTable(Table):
         for task in tasks:
             spec = specs[task.file.spec_id]
             values = []
-            for name, field_id, arrow_type in columns:
+            for _name, field_id, arrow_type in columns:
                 position = next(i for i, p in enumerate(spec.fields)
                                 if p.source_id == field_id and str(p.transform) == "identity")
                 values.append(_iceberg_text(task.file.partition[position], arrow_type))
