@@ -339,7 +339,7 @@ def _check_shards(shard_count: int | None, loaders: Sequence[stoker.Loader]) -> 
     expects it."""
     if shard_count is None:
         return
-    row_groups = sum(each._core.dataset()["row_groups"] for each in loaders)
+    row_groups = sum(each.dataset_info()["row_groups"] for each in loaders)
     if row_groups < shard_count:
         raise NoDataAvailableError(
             f"Number of row-groups in the dataset ({row_groups}) must be greater or equal "
