@@ -1,7 +1,7 @@
 """No silent surprises for a new user: an empty column list is refused, a rank left without
 batches is warned about, and the engine's errors for a hive-partitioned directory read without
 ``partitioning="hive"`` and for a Petastorm dataset read as plain Parquet say what to do
-(python/stoker/_hints.py) — and say nothing extra where the hint does not apply."""
+(python/stoker/_options/hints.py) — and say nothing extra where the hint does not apply."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 """A weighted mixture of datasets: ``stoker.Source`` (one dataset with its own columns,
 renames, filter and transforms, and its weight or repeat) and ``stoker.Mixture`` (the sources
 and the policy that sizes an epoch). ``stoker.Loader(Mixture(...), ...)`` reads it
-(_mixture_loader.py); docs/mixtures.md."""
+(mixture_loader.py); docs/mixtures.md."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Measures a stream of batches as a training loop consumes it: rows, bytes, wall time, the wait
 for the first batch and for each later one, and optionally a simulated training step.
 
-The one measurement behind `stoker bench` (stoker/_bench.py) and `make bench`
+The one measurement behind `stoker bench` (cli/bench.py) and `make bench`
 (benchmarks/measure.py). It uses the standard library only and imports nothing from the stoker
 package, because the benchmark harness loads this file by path in its peers' environments
 (Petastorm's, Mosaic Streaming's, Grain's), which have no Stoker.
