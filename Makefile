@@ -24,7 +24,7 @@ DEMO_ROWS ?= 2000000
 # platform: requirements-core.txt).
 REQUIREMENTS ?= requirements-dev.txt
 
-.PHONY: all setup build build-cpp test test-cpp test-python test-slow test-all test-matrix test-petastorm demo lint lint-threads clean \
+.PHONY: all setup build build-cpp signatures test test-cpp test-python test-slow test-all test-matrix test-petastorm demo lint lint-threads clean \
         test-torchrec test-asan test-asan-cpp asan-cpp-build test-asan-python test-tsan fuzz wheel test-trixie platform-tests \
         bench-scaling
 
@@ -60,6 +60,11 @@ build: $(DEPS)
 	  -C cmake.define.STOKER_BUILD_TESTS=$(BUILD_TESTS) \
 	  -C cmake.define.STOKER_BUILD_BENCHMARKS=$(BUILD_BENCHMARKS) \
 	  -C cmake.define.STOKER_WARNINGS_AS_ERRORS=ON
+
+# The loaders' signatures written from KEYWORDS, each option's one definition
+# (python/stoker/_options/keywords.py; tests/python/test_keywords.py fails when they are not).
+signatures: build
+	$(PY) scripts/write_signatures.py
 
 # The C++ library, tests, benchmarks and example (the same tree as `make build`).
 build-cpp: build

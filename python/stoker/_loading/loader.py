@@ -8,7 +8,7 @@ import json
 import logging
 import os
 import warnings
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from stoker import _core
 from stoker import torchrec as _torchrec
@@ -22,6 +22,16 @@ from stoker._loading import tables as _tables
 from stoker._loading.mixture_loader import MixtureLoader
 from stoker._options import convert as _options
 from stoker._options import keywords as _keywords
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from stoker._loading.mixture import Mixture
+    from stoker._loading.tables import Table
+    from stoker.torchrec import Features
 
 _DEFAULTS = _options.LOADER_DEFAULTS
 # Warnings the loader logs (a row group skipped under on_error="skip"), under "stoker".
@@ -38,9 +48,47 @@ class Loader(_epoch.EngineLoader):
             return MixtureLoader(source, *args, **kwargs)
         return super().__new__(cls)
 
-    def __init__(self, source: Any, **options: Any) -> None:
-        # The signature is KEYWORDS' (_options/keywords.py, set below the class).
-        given = _keywords.bind("Loader", options)
+    def __init__(
+        # <keywords: scripts/write_signatures.py writes these from KEYWORDS>
+        self,
+        source: str | os.PathLike | Sequence[str | os.PathLike] | Table | Mixture,
+        *,
+        columns: Sequence[str] | None = None,
+        batch_size: int,
+        shuffle: bool = _DEFAULTS.shuffle,
+        seed: int = _DEFAULTS.seed,
+        shuffle_window: int | None = _DEFAULTS.shuffle_window,
+        rank: int = _DEFAULTS.rank,
+        world_size: int = _DEFAULTS.world_size,
+        drop_last: bool = _DEFAULTS.drop_last,
+        mode: str = _DEFAULTS.mode,
+        pad_to_equal_steps: bool = _DEFAULTS.pad_to_equal_steps,
+        with_row_origin: bool = _DEFAULTS.with_row_origin,
+        num_threads: int | str | None = _DEFAULTS.num_threads,
+        prefetch: int | None = _DEFAULTS.prefetch,
+        autotune: bool | dict[str, Any] | None = None,
+        output: str = "numpy",
+        codecs: Sequence[dict[str, Any]] | None = None,
+        transforms: Sequence[dict[str, Any]] | None = None,
+        filter: pc.Expression | None = None,
+        batch_transform: Callable[[Any], Any] | None = None,
+        storage_options: dict[str, Any] | None = None,
+        partitioning: str | pa.Schema | None = None,
+        index: str | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        cache_limit_bytes: int = _DEFAULTS.cache_limit_bytes,
+        cache_policy: str = _DEFAULTS.cache_policy,
+        on_error: str = _DEFAULTS.on_error,
+        max_bad_units: int | None = _DEFAULTS.max_bad_units,
+        max_bad_fraction: float | None = _DEFAULTS.max_bad_fraction,
+        trace: str | os.PathLike | None = None,
+        trace_events: int = _DEFAULTS.trace_events,
+        device: str | None = None,
+        device_prefetch: int = 2,
+        torchrec: Features | dict[str, Any] | None = None,
+        # </keywords>
+    ) -> None:
+        given = _keywords.given(locals())
         output, trace, trace_events = given["output"], given["trace"], given["trace_events"]
         device, device_prefetch = given["device"], given["device_prefetch"]
         batch_transform, storage_options = given["batch_transform"], given["storage_options"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 
@@ -25,6 +25,12 @@ from stoker._loading import tables as _tables
 from stoker._options import convert as _options
 from stoker._options import frameworks as _frameworks
 from stoker._options import keywords as _keywords
+
+if TYPE_CHECKING:
+    import os
+    from collections.abc import Callable
+
+    from stoker._loading.mixture import Mixture
 
 _DEFAULTS = _options.LOADER_DEFAULTS
 
@@ -42,11 +48,36 @@ class MixtureLoader(_epoch.EngineLoader):
     # The signature and docstring are set below the class, from KEYWORDS: its own meaning of
     # a keyword where it differs, the Loader's otherwise.
 
-    def __init__(self, mixture: _mixture.Mixture, **options: Any) -> None:
-        # The signature is KEYWORDS' (_options/keywords.py, set below the class).
-        _check_other_options({name: value for name, value in options.items()
-                              if name not in _TAKEN})
-        given = _keywords.bind("MixtureLoader", options)
+    def __init__(
+        # <keywords: scripts/write_signatures.py writes these from KEYWORDS>
+        self,
+        mixture: Mixture,
+        *,
+        batch_size: int,
+        shuffle: bool = _DEFAULTS.shuffle,
+        seed: int = _DEFAULTS.seed,
+        shuffle_window: int | None = _DEFAULTS.shuffle_window,
+        rank: int = _DEFAULTS.rank,
+        world_size: int = _DEFAULTS.world_size,
+        drop_last: bool = _DEFAULTS.drop_last,
+        mode: str = _DEFAULTS.mode,
+        pad_to_equal_steps: bool = _DEFAULTS.pad_to_equal_steps,
+        num_threads: int | str | None = _DEFAULTS.num_threads,
+        prefetch: int | None = _DEFAULTS.prefetch,
+        output: str = "numpy",
+        batch_transform: Callable[[Any], Any] | None = None,
+        storage_options: dict[str, Any] | None = None,
+        index: str | None = None,
+        cache_dir: str | os.PathLike | None = None,
+        cache_limit_bytes: int = _DEFAULTS.cache_limit_bytes,
+        cache_policy: str = _DEFAULTS.cache_policy,
+        device: str | None = None,
+        device_prefetch: int = 2,
+        # </keywords>
+        **others: Any,
+    ) -> None:
+        given = _keywords.given(locals())
+        _check_other_options(others)  # Loader options a mixture takes per source, or not
         batch_size, shuffle, seed = given["batch_size"], given["shuffle"], given["seed"]
         shuffle_window, rank, world_size = (given["shuffle_window"], given["rank"],
                                             given["world_size"])

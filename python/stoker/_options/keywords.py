@@ -18,7 +18,7 @@ from typing import Any
 from stoker import _core
 from stoker._options.convert import LOADER_DEFAULTS
 
-__all__ = ["KEYWORDS", "LOADER_FLAGS", "add_flags", "bind", "define", "flag_values"]
+__all__ = ["KEYWORDS", "LOADER_FLAGS", "add_flags", "define", "flag_values", "given"]
 
 
 class _Default(enum.Enum):
@@ -84,14 +84,15 @@ version: ``stoker.delta_table(uri, version=...)`` or ``stoker.iceberg_table(cata
 "db.table", snapshot_id=...)`` (docs/partitions-and-tables.md). A
 ``stoker.Mixture`` of several sources returns a ``MixtureLoader`` instead
 (docs/mixtures.md).""",
-            annotation="str | os.PathLike | Sequence[str | os.PathLike] | Table | Mixture", default=REQUIRED, takers="L", positional=True),
+            annotation="str | os.PathLike | Sequence[str | os.PathLike] | Table | Mixture",
+            default=REQUIRED, takers="L", positional=True),
     Keyword(("mixture",), "the sources and their policy.",
             annotation="Mixture", default=REQUIRED, takers="M", positional=True),
     Keyword(("servers",), """\
 Flight locations, e.g. ``["grpc://10.0.0.5:8815", "grpc+tls://..."]``, or a
 ``stoker.ray.Fleet`` or its name (docs/ray.md): its addresses are resolved at the
 start of each epoch and after a failure (waiting for Ray to restart a server).""",
-            annotation="str | Sequence[str] | Fleet", default=REQUIRED, takers="R",
+            annotation="str | Sequence[str] | Any", default=REQUIRED, takers="R",
             positional=True),
     Keyword(("columns",), """\
 columns to read, in output order; None reads all.""",
@@ -196,7 +197,8 @@ dicts such as ``{"op": "log1p", "column": "I1"}`` (docs/transforms.md).""",
     Keyword(("filter",), """\
 a ``pyarrow.compute`` expression; only rows for which it is true are
 delivered. Row groups whose statistics rule it out are skipped unread.""",
-            annotation="pyarrow.compute.Expression | None", default=None, takers="L", per_source=True),
+            annotation="pc.Expression | None", default=None, takers="L",
+            per_source=True),
     Keyword(("batch_transform",), """\
 a Python callable applied to each finished batch in a background
 thread: the slow path, for what the transforms cannot express.""",
@@ -218,7 +220,7 @@ None (the default, as in ``pyarrow.dataset``): no partition columns.
 A ``filter`` on partition columns rules whole files out before their footers are
 read (``stats()["files_pruned"]``; docs/partitions-and-tables.md).""",
             cli="hive: key=value directory names become columns (docs/partitions-and-tables.md)",
-            annotation="str | pyarrow.Schema | None", default=None, takers="L"),
+            annotation="str | pa.Schema | None", default=None, takers="L"),
     Keyword(("index",), """\
 what a directory's summary file ``_metadata`` (``stoker index``, pyarrow,
 Dask) does: "use" (None: the default) builds the manifest from it (one read instead of one per
@@ -336,51 +338,66 @@ def names_of(loader: str) -> list[str]:
             for name in keyword.names]
 
 
-def signature(loader: str) -> inspect.Signature:
-    """``loader``'s signature, from KEYWORDS: its first argument, then its keyword options in
-    KEYWORDS' order with their types and defaults."""
+# The markers between which each loader's module holds its generated parameters.
+BEGIN = "# <keywords: scripts/write_signatures.py writes these from KEYWORDS>"
+END = "# </keywords>"
+
+
+def parameters_source(loader: str, indent: str = " " * 8) -> str:
+    """``loader``'s ``__init__`` parameters as Python source, from KEYWORDS: ``self``, its
+    first argument, then its keyword options in KEYWORDS' order with their types and defaults
+    (the engine's as ``_DEFAULTS.<name>``). scripts/write_signatures.py writes it into the
+    loader's module between BEGIN and END, and tests/python/test_keywords.py fails when what is
+    there differs: the signature is a real ``def`` that editors and type checkers read, and
+    still defined once."""
     letter = next(k for k, v in TAKERS.items() if v == loader)
     first = next(k for k in KEYWORDS if k.positional and letter in k.takers)
-    parameters = [inspect.Parameter(first.names[0], inspect.Parameter.POSITIONAL_OR_KEYWORD,
-                                    annotation=first.annotation_of(first.names[0]))]
-    parameters += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY,
-                                     default=_BY_NAME[name].default_for(name, loader),
-                                     annotation=_BY_NAME[name].annotation_of(name, loader))
-                   for name in names_of(loader)]
-    return inspect.Signature(parameters, return_annotation="None")
+    lines = ["self,", f"{first.names[0]}: {first.annotation_of(first.names[0])},", "*,"]
+    for name in names_of(loader):
+        keyword = _BY_NAME[name]
+        default = keyword.default_for(name, loader)
+        if default is inspect.Parameter.empty:
+            shown = ""
+        elif keyword.default is ENGINE and not (loader == "RemoteLoader" and keyword.served):
+            shown = f" = _DEFAULTS.{name}"
+        elif isinstance(default, str):
+            shown = f' = "{default}"'
+        else:
+            shown = f" = {default!r}"
+        lines.append(f"{name}: {keyword.annotation_of(name, loader)}{shown},")
+    return "\n".join(indent + line for line in lines)
+
+
+# Where each loader's signature is written, below python/stoker.
+MODULES = {"Loader": "_loading/loader.py", "MixtureLoader": "_loading/mixture_loader.py",
+           "RemoteLoader": "_remote/remote_loader.py"}
+
+
+def written(text: str, loader: str) -> str:
+    """``text`` (a module's source) with ``loader``'s parameters between BEGIN and END as
+    KEYWORDS writes them."""
+    begin, end = text.index(BEGIN), text.index(END)
+    start = text.index("\n", begin) + 1
+    stop = text.rindex("\n", 0, end) + 1
+    return text[:start] + parameters_source(loader) + "\n" + text[stop:]
+
+
+def given(arguments: dict[str, Any]) -> dict[str, Any]:
+    """A loader's keyword options from its ``__init__``'s ``locals()`` (called first thing):
+    all but ``self`` and the first argument."""
+    return {name: value for name, value in arguments.items()
+            if name in _BY_NAME and not _BY_NAME[name].positional}
 
 
 def define(cls: type, summary: str, own: dict[str, str] | None = None) -> None:
-    """Gives ``cls`` (a loader, named as TAKERS names it) the signature KEYWORDS defines for
-    it, on the class and on its ``__init__`` (what ``inspect``, ``help()`` and IDEs read), and
-    its docstring (``document``)."""
-    shown = signature(cls.__name__)
-    self = inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    cls.__init__.__signature__ = shown.replace(  # type: ignore[misc]
-        parameters=[self, *shown.parameters.values()])
+    """Sets ``cls.__doc__`` (``document``), and what ``inspect.signature(cls)`` shows: its
+    ``__init__``'s, KEYWORDS' (``parameters_source``), not a ``__new__``'s that dispatches (the
+    Loader's hands a Mixture to MixtureLoader)."""
+    init = inspect.signature(cls.__init__)  # type: ignore[misc]
     # (typeshed declares no __signature__ on classes, which inspect reads all the same.)
-    cls.__signature__ = shown  # type: ignore[attr-defined]
+    cls.__signature__ = init.replace(  # type: ignore[attr-defined]
+        parameters=list(init.parameters.values())[1:])
     document(cls, summary, own)
-
-
-def bind(loader: str, given: dict[str, Any]) -> dict[str, Any]:
-    """The keyword options of a call of ``loader``: those ``given``, and every other one it
-    takes at its default. A keyword it does not take, or a required one missing, is Python's
-    own TypeError."""
-    taken = names_of(loader)
-    for name in given:
-        if name not in taken:
-            raise TypeError(f"{loader}() got an unexpected keyword argument {name!r}")
-    options = {}
-    for name in taken:
-        if name in given:
-            options[name] = given[name]
-            continue
-        default = _BY_NAME[name].default_for(name, loader)
-        if default is inspect.Parameter.empty:
-            raise TypeError(f"{loader}() missing 1 required keyword-only argument: {name!r}")
-        options[name] = default
-    return options
 
 
 def document(cls: type, summary: str, own: dict[str, str] | None = None) -> None:

@@ -15,7 +15,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Sequence
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pyarrow as pa
 from pyarrow import flight
@@ -25,11 +25,17 @@ from stoker import torchrec as _torchrec
 from stoker._loading import cursor as _cursor
 from stoker._loading import loader as _loader
 from stoker._loading import state as _state
+from stoker._options import convert as _options
 from stoker._options import frameworks as _frameworks
 from stoker._options import keywords as _keywords
 from stoker._remote import client as _client
 from stoker._remote import local_first as _local_first
 from stoker._remote import split as _split
+
+_DEFAULTS = _options.LOADER_DEFAULTS
+
+if TYPE_CHECKING:
+    from stoker.torchrec import Features
 
 
 class _RemoteEpoch(_cursor.EpochIterator):
@@ -120,9 +126,32 @@ class RemoteLoader(_cursor.EpochLoader):
     # The signature and docstring are set below the class, from KEYWORDS: its own meaning of
     # a keyword where it differs, the Loader's otherwise.
 
-    def __init__(self, servers: Any, **options: Any) -> None:
-        # The signature is KEYWORDS' (_options/keywords.py, set below the class).
-        given = _keywords.bind("RemoteLoader", options)
+    def __init__(
+        # <keywords: scripts/write_signatures.py writes these from KEYWORDS>
+        self,
+        servers: str | Sequence[str] | Any,
+        *,
+        columns: Sequence[str] | None = None,
+        batch_size: int | None = None,
+        shuffle: bool | None = None,
+        seed: int | None = None,
+        shuffle_window: int | None = None,
+        rank: int = _DEFAULTS.rank,
+        world_size: int = _DEFAULTS.world_size,
+        drop_last: bool | None = None,
+        output: str = "numpy",
+        batch_transform: Callable[[Any], Any] | None = None,
+        trace: str | os.PathLike | None = None,
+        trace_events: int = _DEFAULTS.trace_events,
+        torchrec: Features | dict[str, Any] | None = None,
+        token: str | None = None,
+        tls_root_certs: bytes | str | None = None,
+        reconnect_timeout: float = 60.0,
+        local: bool | dict[str, Any] = False,
+        split: dict[str, Any] | None = None,
+        # </keywords>
+    ) -> None:
+        given = _keywords.given(locals())
         batch_size, seed, shuffle = given["batch_size"], given["seed"], given["shuffle"]
         shuffle_window, columns, drop_last = (given["shuffle_window"], given["columns"],
                                               given["drop_last"])
