@@ -2,6 +2,7 @@
 // The public C++ API of Stoker in one include: what an embedder needs to configure a loader,
 // read its batches and watch its counters (library stoker_core). Serving it over Arrow Flight
 // is stoker/flight_service.h, in library stoker_serve, which links Flight.
+// Each header says where in src/ it is implemented.
 #pragma once
 
 #include "stoker/batch_stream.h"

@@ -1,4 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+// Implemented by src/exec/epoch_pipeline.cc and src/mixture/ (mixture_stream, padded_stream).
 #pragma once
 
 #include <arrow/record_batch.h>

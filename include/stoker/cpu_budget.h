@@ -1,4 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+// Implemented in src/util/cpu_budget.cc.
 #pragma once
 
 #include <optional>
@@ -6,6 +7,7 @@
 #include <tuple>
 
 #include "stoker/fields.h"
+
 namespace stoker {
 
 /// The CPUs one rank of a job may keep busy: what the process may run on, shared by the
@@ -44,16 +46,9 @@ constexpr auto FieldsOf(const CpuBudget&) {
                     Field{"threads", &B::threads}};
 }
 
-/// Reads the budget of the calling process. `cgroup_root` is where the cgroup file systems
-/// are mounted (a test can point it at a tree of its own).
-CpuBudget ReadCpuBudget(const std::string& cgroup_root = "/sys/fs/cgroup");
-
-/// Ranks per node named by the environment: torchrun's LOCAL_WORLD_SIZE, Horovod's
-/// HOROVOD_LOCAL_SIZE, Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS, then
-/// Slurm's SLURM_NTASKS_PER_NODE or this node's entry of SLURM_TASKS_PER_NODE ("2(x3),1");
-/// failing those, where a launcher set LOCAL_RANK but no count (Lightning's), WORLD_SIZE: all
-/// the job's ranks, an upper bound on this node's. Sets `*from` to the variable used; returns
-/// 1 (and "") when none is set or valid.
-int RanksPerNode(std::string* from);
+/// Reads the budget of the calling process: its affinity mask, the cgroup quota under
+/// /sys/fs/cgroup, the ranks per node the launcher's environment names (torchrun, Horovod,
+/// Open MPI, MPICH, Slurm).
+CpuBudget ReadCpuBudget();
 
 }  // namespace stoker

@@ -1,4 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+// Implemented in src/util/error.cc.
 #pragma once
 
 #include <arrow/status.h>

@@ -1,4 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+// Header only; walked by src/python/binding.h (ToPython).
 #pragma once
 
 #include <string_view>

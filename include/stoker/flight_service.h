@@ -1,4 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+// Implemented in src/serve/flight_service.cc (library stoker_serve).
 #pragma once
 
 #include <arrow/result.h>
@@ -28,8 +29,10 @@ struct ServeOptions {
   std::string tls_key_pem;
   /// Streams served at once; more are refused with "server busy" (>= 1).
   int max_streams = 16;
-  /// Batches per chunk when several servers share a plan (chunks are dealt round robin).
-  int64_t chunk_batches = kDefaultChunkBatches;
+  /// Batches per chunk when several servers share a plan (chunks are dealt round robin,
+  /// >= 1). The default is the chunk a local loader's resume identity names, so a state
+  /// saved locally resumes from servers.
+  int64_t chunk_batches = 16;
   /// A stream whose client has not asked for a batch for this many seconds is released: its
   /// pipeline (windows, prefetched batches, threads) is freed and its slot given to others;
   /// the client gets an error if it comes back, and RemoteLoader reconnects from the batch it

@@ -1,4 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+// Implemented in src/loader/ (loader.cc, loader_streams.cc).
 #pragma once
 
 #include <arrow/result.h>
@@ -28,7 +29,7 @@ namespace stoker {
 ///   }
 ///
 /// An interface: Make returns the engine's implementation (src/loader/loader_internal.h, with
-/// the hooks mixtures and the server use), which an embedder never needs to see.
+/// the hooks mixtures, the server and the bindings use), which an embedder never needs to see.
 class Loader {
  public:
   /// Validates the options, resolves the source and reads every footer. All errors about the
@@ -61,10 +62,6 @@ class Loader {
   /// Writes the kept spans of work as Chrome trace JSON (ui.perfetto.dev opens it); an
   /// error when options().trace_events is 0.
   virtual arrow::Status WriteTrace(const std::string& path) const = 0;
-  /// A warning the disk cache raised (writes turned off), once; empty otherwise.
-  virtual std::string TakeCacheWarning() const = 0;
-  /// Continues stats().delivered_digest from a value saved before a resume.
-  virtual arrow::Status RestoreDeliveredDigest(const std::string& hex) = 0;
 
  protected:
   Loader() = default;

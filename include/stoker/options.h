@@ -1,4 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+// Implemented in src/loader/options.cc.
 #pragma once
 
 #include <arrow/compute/expression.h>
@@ -7,6 +8,7 @@
 #include <arrow/status.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -109,6 +111,9 @@ inline constexpr int64_t kDefaultShuffleWindowRows = 262144;
 /// Default for LoaderOptions::prefetch when it is 0: finished batches per worker thread.
 inline constexpr int kDefaultPrefetchPerThread = 2;
 
+/// What only tests set on the controller; defined in src/exec/autotune.h.
+struct AutotuneTestHooks;
+
 /// How the loader sizes itself from its own stall telemetry (docs/autotune.md): which of the
 /// worker count and prefetch depth it moves is decided by LoaderOptions (a knob given a value
 /// is fixed; one left at 0 is tuned). The batches never depend on any of it.
@@ -123,10 +128,8 @@ struct AutotuneOptions {
   int64_t window_batches = 32;
   /// ... at least this many seconds (>= 0).
   double window_seconds = 0.25;
-  /// Non-zero: instead of deciding from windows, move every tuned knob to a random value
-  /// within its bounds after every batch, from this seed. For tests that the batches do
-  /// not depend on the setting.
-  uint64_t random_moves = 0;
+  /// What only tests set (src/exec/autotune.h); null: nothing.
+  std::shared_ptr<const AutotuneTestHooks> test_hooks;
 
   /// Checks the ranges; the message names the option.
   arrow::Status Validate() const;

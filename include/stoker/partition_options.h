@@ -1,4 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+// Implemented in src/loader/partition_options.cc.
 #pragma once
 
 #include <arrow/status.h>

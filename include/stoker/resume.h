@@ -1,4 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+// Header only; src/plan/plan.cc plans the rest of an epoch after these rounds.
 #pragma once
 
 #include <cstdint>

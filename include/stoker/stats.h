@@ -1,4 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+// Header only; filled by src/telemetry/stats.cc (Stats::Snapshot).
 #pragma once
 
 #include <cstdint>

@@ -1,4 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+// Header only; checked in src/loader/options.cc, applied in src/manifest/storage.cc.
 #pragma once
 
 #include <string>

@@ -1,4 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
+// Implemented in src/transform/ops/registry.cc (the names; each op is a file beside it).
 #pragma once
 
 #include <arrow/result.h>

@@ -81,7 +81,7 @@ void TuneState::CountWindow() {
 }
 
 Autotuner::Autotuner(TuneState* state)
-    : state_(state), setting_(state_->current()), random_(state_->options().random_moves) {}
+    : state_(state), setting_(state_->current()), random_(RandomMoves(state_->options())) {}
 
 int& Autotuner::Value(TuneSetting* setting, Knob knob) const {
   switch (knob) {
@@ -125,7 +125,7 @@ std::optional<TuneSetting> Autotuner::OnBatch(int64_t epoch, bool first, Clock::
                                               Clock::duration wait, int64_t busy_nanos) {
   ++batches_;
   epoch_ = epoch;
-  if (state_->options().random_moves != 0) {
+  if (RandomMoves(state_->options()) != 0) {
     auto decision = RandomMove();
     if (!decision.has_value()) return std::nullopt;
     return Made(std::move(*decision), now);

@@ -63,6 +63,25 @@ struct TuneDecision {
   double busy = 0;
 };
 
+/// What only tests set on the controller (AutotuneOptions::test_hooks).
+struct AutotuneTestHooks {
+  /// Non-zero: instead of deciding from windows, move every tuned knob to a random value
+  /// within its bounds after every batch, from this seed. For tests that the batches do
+  /// not depend on the setting (Python: autotune={"random_moves": seed}).
+  uint64_t random_moves = 0;
+};
+
+/// The random moves' seed `options` set; 0 (none) without test hooks.
+inline uint64_t RandomMoves(const AutotuneOptions& options) {
+  return options.test_hooks == nullptr ? 0 : options.test_hooks->random_moves;
+}
+
+/// Sets the random moves' seed of `options` (0: none).
+inline void SetRandomMoves(AutotuneOptions* options, uint64_t seed) {
+  options->test_hooks =
+      seed == 0 ? nullptr : std::make_shared<const AutotuneTestHooks>(AutotuneTestHooks{seed});
+}
+
 class Autotuner;
 
 /// A loader's controller across its epochs and streams: the options, the bounds, the setting

@@ -308,7 +308,7 @@ arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
     // Several ranks on the node: this one starts at its equal share and may grow into the
     // CPUs the others leave unused (a pool of the node's CPUs, most of them parked).
     std::shared_ptr<NodeShare> node;
-    if (bounds.tune_threads && options.autotune.random_moves == 0) {
+    if (bounds.tune_threads && RandomMoves(options.autotune) == 0) {
       if (auto key = NodeShareKeyFromEnv(budget)) {
         node = NodeShare::Open(*key, budget.ranks_per_node, budget.cpus);
       }

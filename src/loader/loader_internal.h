@@ -1,7 +1,8 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 // The engine's Loader: the public interface (stoker/loader.h) and the hooks mixtures, the
 // server and the bindings use — the manifest, the compiled transforms, plans and streams of
-// any rank or share, a loader with another shuffle window.
+// any rank or share, a loader with another shuffle window, the cache's warning and the
+// restored digest of a resume.
 #pragma once
 
 #include <arrow/result.h>
@@ -45,8 +46,13 @@ class LoaderImpl final : public Loader {
       int64_t epoch, const std::vector<ResumeRound>& resumed = {}) const override;
   StatsSnapshot stats() const override;
   arrow::Status WriteTrace(const std::string& path) const override;
-  std::string TakeCacheWarning() const override;
-  arrow::Status RestoreDeliveredDigest(const std::string& hex) override;
+
+  /// A warning the disk cache raised (writes turned off), once; empty otherwise (the binding
+  /// raises it as a Python warning).
+  std::string TakeCacheWarning() const;
+  /// Continues stats().delivered_digest from a value saved before a resume (the binding's
+  /// load_state_dict).
+  arrow::Status RestoreDeliveredDigest(const std::string& hex);
 
   const Manifest& manifest() const;
   /// The compiled transform spec (its canonical form and digest key caches and servers).
@@ -119,5 +125,6 @@ class LoaderImpl final : public Loader {
 inline const LoaderImpl& Internal(const Loader& loader) {
   return static_cast<const LoaderImpl&>(loader);
 }
+inline LoaderImpl& Internal(Loader& loader) { return static_cast<LoaderImpl&>(loader); }
 
 }  // namespace stoker

@@ -14,11 +14,13 @@
 
 #include "exec/autotune.h"
 #include "loader/loader_internal.h"
+#include "loader/resume_identity.h"
 #include "manifest/manifest.h"
 #include "plan/plan.h"
 #include "python/binding.h"
 #include "stoker/stream_identity.h"
 #include "transform/transform_spec.h"
+#include "util/cpu_budget_internal.h"
 
 namespace stoker::python {
 
@@ -30,7 +32,7 @@ constexpr std::chrono::milliseconds kSignalPollInterval{100};
 
 // Shows the disk cache's warning (writes turned off), once, as a Python RuntimeWarning.
 void WarnAboutCache(const Loader& loader) {
-  const std::string warning = loader.TakeCacheWarning();
+  const std::string warning = Internal(loader).TakeCacheWarning();
   if (!warning.empty() && PyErr_WarnEx(PyExc_RuntimeWarning, warning.c_str(), 1) != 0) {
     throw nb::python_error();
   }
@@ -250,7 +252,7 @@ PyLoader::PyLoader(LoaderOptions options, const std::string& output)
 }
 
 void BindLoader(nb::module_& m) {
-  // The resume identity's fields (stoker/stream_identity.h): (name, config key, checked,
+  // The resume identity's fields (loader/resume_identity.h): (name, config key, checked,
   // what a mismatch names, the JSON a state without the field meant or None).
   nb::list identity;
   for (const IdentityField& field : kResumeIdentity) {
@@ -262,7 +264,7 @@ void BindLoader(nb::module_& m) {
   m.def(
       "read_cpu_budget",
       [](const std::string& cgroup_root) { return ToDict(ReadCpuBudget(cgroup_root)); },
-      nb::arg("cgroup_root") = "/sys/fs/cgroup",
+      nb::arg("cgroup_root") = kCgroupRoot,
       "The CPUs this process may use and this rank's share (what num_threads=None resolves "
       "to): the affinity mask, the cgroup's CPU quota, the ranks on this node.");
   nb::class_<Epoch>(m, "Epoch")
@@ -293,7 +295,7 @@ void BindLoader(nb::module_& m) {
       .def(
           "restore_digest",
           [](const PyLoader& self, const std::string& hex) {
-            ThrowIfError(self.engine()->RestoreDeliveredDigest(hex));
+            ThrowIfError(Internal(*self.engine()).RestoreDeliveredDigest(hex));
           },
           nb::arg("hex"))
       .def("stats", &Stats)

@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "exec/autotune.h"
 #include "python/binding.h"
 #include "stoker/flight_service.h"
 #include "transform/row_filter.h"
@@ -251,7 +252,9 @@ void BindAutotuneOptions(nb::module_& m) {
       .Field("target_stall", &AutotuneOptions::target_stall)
       .Field("window_batches", &AutotuneOptions::window_batches)
       .Field("window_seconds", &AutotuneOptions::window_seconds)
-      .Field("random_moves", &AutotuneOptions::random_moves)
+      .Property(
+          "random_moves", [](const AutotuneOptions& o) { return RandomMoves(o); },
+          [](AutotuneOptions& o, uint64_t seed) { SetRandomMoves(&o, seed); })
       .Finish();
 }
 

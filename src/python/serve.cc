@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "loader/loader_internal.h"
+#include "loader/resume_identity.h"
 #include "python/binding.h"
 #include "serve/stream_source.h"
 #include "serve/ticket.h"
 #include "stoker/flight_service.h"
-#include "stoker/stream_identity.h"
 
 namespace stoker::python {
 

@@ -1,7 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 
-#include "stoker/cpu_budget.h"
-
 #include <sched.h>
 #include <unistd.h>
 
@@ -12,6 +10,8 @@
 #include <sstream>
 #include <thread>
 #include <vector>
+
+#include "util/cpu_budget_internal.h"
 
 namespace stoker {
 
@@ -165,5 +165,7 @@ CpuBudget ReadCpuBudget(const std::string& cgroup_root) {
   budget.threads = std::max(1, budget.own_cpus ? budget.cpus : budget.cpus / budget.ranks_per_node);
   return budget;
 }
+
+CpuBudget ReadCpuBudget() { return ReadCpuBudget(kCgroupRoot); }
 
 }  // namespace stoker

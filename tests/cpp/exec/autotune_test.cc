@@ -18,7 +18,7 @@ std::shared_ptr<TuneState> State(TuneBounds bounds, TuneSetting start, uint64_t 
   options.target_stall = kTarget;
   options.window_batches = 4;
   options.window_seconds = 0;
-  options.random_moves = random_moves;
+  SetRandomMoves(&options, random_moves);
   return std::make_shared<TuneState>(options, bounds, start);
 }
 

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "common/fixtures.h"
+#include "exec/autotune.h"
 #include "loader/loader_internal.h"
 #include "manifest/manifest.h"
 #include "plan/plan.h"
@@ -100,7 +101,7 @@ TEST_F(EpochPipelineTest, BatchesInPlanOrderWhateverTheControllerDoes) {
       options.shuffle = shuffle;
       options.num_threads = 0;
       options.prefetch = 0;
-      options.autotune.random_moves = seed;
+      SetRandomMoves(&options.autotune, seed);
       auto loader = Loader::Make(options).ValueOrDie();
       const auto& tune = Internal(*loader).tune();
       ASSERT_NE(tune, nullptr);

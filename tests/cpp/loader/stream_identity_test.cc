@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/fixtures.h"
+#include "loader/resume_identity.h"
 
 namespace stoker {
 namespace {

@@ -12,6 +12,7 @@
 
 #include "common/fixtures.h"
 #include "loader/loader_internal.h"
+#include "loader/resume_identity.h"
 #include "serve/ticket.h"
 
 namespace stoker {
@@ -39,6 +40,12 @@ Batches ReadLocally(const Loader& loader, const LoaderImpl::StreamSpec& spec) {
     out.push_back(batch);
   }
   return out;
+}
+
+// A state a local loader saved names kDefaultChunkBatches as its chunk: it resumes from servers
+// that keep the default.
+TEST(ServeOptionsTest, TheDefaultChunkIsTheOneALocalLoaderNames) {
+  EXPECT_EQ(ServeOptions().chunk_batches, kDefaultChunkBatches);
 }
 
 class FlightServiceTest : public ::testing::Test {

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "common/fixtures.h"
+#include "util/cpu_budget_internal.h"
 
 namespace stoker {
 namespace {
