@@ -20,7 +20,7 @@ namespace stoker {
 
 /// The buffers of one mixture epoch's batches, which the sources' engines write their rows
 /// into, so that a mixed batch's fixed-width columns are written once, not assembled by each
-/// source and copied again (docs/architecture.md, Mixtures). Each batch gets one allocation
+/// source and copied again (docs/mixtures.md). Each batch gets one allocation
 /// holding every column of the output that is scalar fixed-width numbers (not bool, not
 /// fixed-size lists: GatherSlices concatenates those), each at a 64-byte-aligned start, made by
 /// whichever asks first: a source's engine assembling its piece, or the mixture gathering the

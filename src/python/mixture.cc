@@ -1,7 +1,8 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 //
-// The pure functions of a mixture (mixture/mixture_plan.h), for stoker._mixture_loader: which
-// source fills each position; and the MixtureReader that starts a mixture's epochs.
+// The pure functions of a mixture (mixture/mixture_plan.h), for
+// stoker._loading.mixture_loader: which source fills each position; and the MixtureReader that
+// starts a mixture's epochs.
 
 #include <nanobind/nanobind.h>
 #include <nanobind/stl/pair.h>

@@ -9,7 +9,7 @@ Two ways one process ends up running two builds of libstdc++, both seen:
 - A toolchain whose `-lstdc++` finds only the static archive (Ubuntu 24.04's g++ 13 on the GPU
   host) links a copy of the C++ runtime into the extension, which then exported it: pyarrow's
   libraries bound their string streams to the extension's copy, and every Loader crashed in
-  the first `std::ostringstream` (docs/architecture.md, "Building on the pyarrow wheel").
+  the first `std::ostringstream` (docs/design.md, "Building on the pyarrow wheel").
 
 The invariant checked here, for every shared object Stoker installs: it lists libstdc++.so.6
 among its needed libraries, ahead of every pyarrow library; each C++ runtime symbol it imports
