@@ -39,10 +39,10 @@ class StreamSource {
 /// A loader's streams (its identity: stream_identity.h).
 std::shared_ptr<const StreamSource> LoaderStreamSource(std::shared_ptr<Loader> loader);
 
-/// A mixture's streams, with the identity its MixtureLoader computes (stoker._loading.mixture_loader):
-/// `identity_json`, a JSON object of every field of kResumeIdentity's config keys (and what
-/// else the client reads: "ragged"), to which "config" (a digest of it, the sources' own
-/// configuration digests and the sharing) and "chunk" are added.
+/// A mixture's streams, with the identity its MixtureLoader computes
+/// (stoker._loading.mixture_loader): `identity_json`, a JSON object of every field of
+/// kResumeIdentity's config keys (and what else the client reads: "ragged"), to which "config" (a
+/// digest of it, the sources' own configuration digests and the sharing) and "chunk" are added.
 arrow::Result<std::shared_ptr<const StreamSource>> MixtureStreamSource(
     std::shared_ptr<const MixtureStreams> streams, std::string identity_json);
 
