@@ -11,9 +11,11 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "stoker/codec_options.h"
+#include "stoker/fields.h"
 #include "stoker/partition_options.h"
 #include "stoker/storage_options.h"
 #include "stoker/transform_options.h"
@@ -252,5 +254,31 @@ struct LoaderOptions {
   /// or ThreadSanitizer build takes the system pool instead, so that it sees every buffer.
   arrow::MemoryPool* ResolvedMemoryPool() const;
 };
+
+/// The options a binding sets by name as they are (Python's LoaderOptions walks this list:
+/// src/python/options.cc), in struct order. Those that need a conversion (an enum by its
+/// name, 0 read as None, the filter, the codecs, the cache directory) are bound there one by
+/// one instead; memory_pool is C++'s alone.
+constexpr auto FieldsOf(const LoaderOptions&) {
+  using O = LoaderOptions;
+  return std::tuple{Field{"sources", &O::sources},
+                    Field{"columns", &O::columns},
+                    Field{"batch_size", &O::batch_size},
+                    Field{"shuffle", &O::shuffle},
+                    Field{"rank", &O::rank},
+                    Field{"world_size", &O::world_size},
+                    Field{"drop_last", &O::drop_last},
+                    Field{"pad_to_equal_steps", &O::pad_to_equal_steps},
+                    Field{"with_row_origin", &O::with_row_origin},
+                    Field{"autotune", &O::autotune},
+                    Field{"cache_limit_bytes", &O::cache_limit_bytes},
+                    Field{"max_bad_units", &O::max_bad_units},
+                    Field{"max_bad_fraction", &O::max_bad_fraction},
+                    Field{"storage", &O::storage},
+                    Field{"partitioning", &O::partitioning},
+                    Field{"transforms", &O::transforms},
+                    Field{"trace_events", &O::trace_events},
+                    Field{"pinned_output", &O::pinned_output}};
+}
 
 }  // namespace stoker

@@ -31,8 +31,8 @@ namespace stoker::python {
 
 namespace {
 
-// A bound options struct: `fields` lists its attributes in struct order (what Python copies
-// keyword arguments into) and repr shows them.
+// A bound options struct: `fields` lists its attributes in the order they are bound (what
+// Python copies keyword arguments into) and repr shows them.
 template <typename T>
 class OptionsClass {
  public:
@@ -44,6 +44,14 @@ class OptionsClass {
   OptionsClass& Field(const char* name, V T::*member) {
     cls_.def_rw(name, member);
     names_.append(name);
+    return *this;
+  }
+
+  // Every field of a struct's FieldsOf list (stoker/fields.h), set by name as it is.
+  template <typename... Members>
+  OptionsClass& Fields(const std::tuple<Members...>& fields) {
+    std::apply([this](const auto&... field) { (Field(field.name.data(), field.member), ...); },
+               fields);
     return *this;
   }
 
@@ -263,33 +271,23 @@ void BindLoaderOptions(nb::module_& m) {
   // `memory_pool` (a C++ hook).
   OptionsClass<LoaderOptions>(m, "LoaderOptions",
                               "Everything that configures a Loader (options.h).")
-      .Field("sources", &LoaderOptions::sources)
-      .Field("columns", &LoaderOptions::columns)
-      .Field("batch_size", &LoaderOptions::batch_size)
-      .Field("shuffle", &LoaderOptions::shuffle)
+      .Fields(FieldsOf(LoaderOptions{}))
       .Property(
           "seed", [](const LoaderOptions& o) { return o.seed; }, &SetSeed)
       .DefaultableCount("shuffle_window", &LoaderOptions::shuffle_window)
-      .Field("rank", &LoaderOptions::rank)
-      .Field("world_size", &LoaderOptions::world_size)
-      .Field("drop_last", &LoaderOptions::drop_last)
       .Property(
           "mode", [](const LoaderOptions& o) { return std::string(LoaderModeName(o.mode)); },
           [](LoaderOptions& o, const std::string& name) {
             o.mode = ValueOrThrow(ParseLoaderMode(name));
           })
-      .Field("pad_to_equal_steps", &LoaderOptions::pad_to_equal_steps)
-      .Field("with_row_origin", &LoaderOptions::with_row_origin)
       .DefaultableCount("num_threads", &LoaderOptions::num_threads)
       .DefaultableCount("prefetch", &LoaderOptions::prefetch)
-      .Field("autotune", &LoaderOptions::autotune)
       .Property(
           "cache_dir",
           [](const LoaderOptions& o) {
             return o.cache_dir.empty() ? std::nullopt : std::optional<std::string>(o.cache_dir);
           },
           [](LoaderOptions& o, std::optional<std::string> dir) { o.cache_dir = dir.value_or(""); })
-      .Field("cache_limit_bytes", &LoaderOptions::cache_limit_bytes)
       .Property(
           "cache_policy",
           [](const LoaderOptions& o) { return std::string(CachePolicyName(o.cache_policy)); },
@@ -301,12 +299,6 @@ void BindLoaderOptions(nb::module_& m) {
           [](LoaderOptions& o, const std::string& name) {
             o.on_error = ValueOrThrow(ParseOnError(name));
           })
-      .Field("max_bad_units", &LoaderOptions::max_bad_units)
-      .Field("max_bad_fraction", &LoaderOptions::max_bad_fraction)
-      .Field("trace_events", &LoaderOptions::trace_events)
-      .Field("pinned_output", &LoaderOptions::pinned_output)
-      .Field("storage", &LoaderOptions::storage)
-      .Field("partitioning", &LoaderOptions::partitioning)
       .Property(
           "index", [](const LoaderOptions& o) { return std::string(IndexPolicyName(o.index)); },
           // None: the default, "use".
@@ -314,7 +306,6 @@ void BindLoaderOptions(nb::module_& m) {
             o.index = name.has_value() ? ValueOrThrow(ParseIndexPolicy(*name)) : IndexPolicy::kUse;
           })
       .Property("codecs", &CodecsToList, &SetCodecs)
-      .Field("transforms", &LoaderOptions::transforms)
       .Property("filter", &SerializedFilter, &SetSerializedFilter)
       .Finish()
       .def(
