@@ -441,12 +441,11 @@ _PARSE: dict[str, Callable[[str], Any]] = {
 # Loader's own default).
 _NO_DEFAULT = ("columns", "cache_dir", "codecs", "partitioning", "index")
 
-# Every Loader option a command line can spell, in the Loader's order (filters, callables,
-# storage options and tables need Python; transforms and codecs come from JSON files).
-LOADER_FLAGS = ("columns", "batch_size", "shuffle", "seed", "shuffle_window", "drop_last",
-                "mode", "pad_to_equal_steps", "with_row_origin", "num_threads", "prefetch",
-                "autotune", "codecs", "partitioning", "index", "cache_dir", "cache_limit_bytes",
-                "cache_policy", "on_error", "max_bad_units", "max_bad_fraction")
+# Every Loader option a command line can spell (those with a flag's help), in the Loader's
+# order (filters, callables, storage options and tables need Python; transforms and codecs
+# come from JSON files).
+LOADER_FLAGS = tuple(name for keyword in KEYWORDS if keyword.cli is not None
+                     and "L" in keyword.takers for name in keyword.names)
 
 
 def add_flags(parser: argparse.ArgumentParser, names: Sequence[str], *,
