@@ -171,3 +171,56 @@ def test_list_presets_from_the_command_line(tmp_path):
     (path,) = tmp_path.glob("*.parquet")
     assert pq.read_metadata(path).num_rows == 1000
     assert_states_schema(path, _gen.GenOptions(preset="multihot", rows=1000))
+
+
+# dlrm-parquet: MLPerf Storage v3.0's DLRM-on-Parquet workload (dlrm_b200.yaml's columns).
+DLRM_TYPES = {"h": pa.float16(), "f": pa.float32(), "d": pa.float64(), "b": pa.int8()}
+
+
+def test_dlrm_parquet_is_the_workloads_shape(tmp_path):
+    options = {"files": 2, "row_group_size": _gen.DLRM_PARQUET_ROW_GROUP, "compression": "none"}
+    table = write(tmp_path, "dlrm-parquet", 13_000, **options)
+
+    features = [f"feature_{i:03d}" for i in range(200)]
+    assert table.schema.names == ["row_id", "label", *features]
+    assert [table.schema.field(n).type for n in features] == [
+        DLRM_TYPES[c] for c in _gen.DLRM_PARQUET_TYPES]
+    # The workload's record_length_bytes, and what its 40 read columns hold of it.
+    width = {name: table.schema.field(name).type.bit_width // 8 for name in features}
+    assert sum(width.values()) == 761
+    read = _gen.dlrm_parquet_columns()
+    assert len(read) == 40 and sum(width[name] for name in read) == 160
+    assert all(column.null_count == 0 for column in table.columns)
+    np.testing.assert_array_equal(table["row_id"].to_numpy(), np.arange(13_000))
+    # Uncompressed, in the workload's row groups (the last of each file short).
+    metadata = pq.read_metadata(tmp_path / "part-00000.parquet")
+    assert metadata.row_group(0).num_rows == 6144
+    assert metadata.row_group(0).column(2).compression == "UNCOMPRESSED"
+    ints = table["feature_007"].to_numpy()
+    assert ints.min() < -100 and ints.max() > 100  # int8 over its range
+    halves = table["feature_000"].to_numpy().astype(np.float64)
+    assert abs(halves.mean()) < 0.05 and 0.95 < halves.std() < 1.05  # standard normal
+
+
+def test_dlrm_parquet_same_seed_gives_identical_bytes(tmp_path):
+    for name in ("a", "b"):
+        write(tmp_path / name, "dlrm-parquet", 700, row_group_size=256, seed=3)
+    assert [p.read_bytes() for p in sorted((tmp_path / "a").glob("*.parquet"))] == [
+        p.read_bytes() for p in sorted((tmp_path / "b").glob("*.parquet"))]
+
+
+def test_the_loader_reads_the_workloads_columns_as_narrow_as_stored(tmp_path):
+    import stoker
+
+    write(tmp_path, "dlrm-parquet", 9_000, row_group_size=_gen.DLRM_PARQUET_ROW_GROUP,
+          compression="none")
+    columns = ["row_id", *_gen.dlrm_parquet_columns()]
+    loader = stoker.Loader(tmp_path, columns=columns, batch_size=1024, seed=5)
+    batches = list(loader)
+    dtypes = {name: str(array.dtype) for name, array in batches[0].items()}
+    assert [dtypes[name] for name in _gen.dlrm_parquet_columns()] == [
+        {"h": "float16", "f": "float32", "d": "float64", "b": "int8"}[_gen.DLRM_PARQUET_TYPES[i]]
+        for i in _gen.DLRM_PARQUET_READ]
+    row_ids = np.concatenate([batch["row_id"] for batch in batches])
+    assert sorted(row_ids.tolist()) == list(range(9_000))  # every row once, shuffled
+    assert row_ids.tolist() != list(range(9_000))

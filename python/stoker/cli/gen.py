@@ -38,7 +38,9 @@ __all__ = [
     "summary_line",
 ]
 
-PRESETS = ("criteo", "criteo-nulls", "wide", "embeddings", "multihot", "sequences")
+PRESETS = (
+    "criteo", "criteo-nulls", "wide", "embeddings", "multihot", "sequences", "dlrm-parquet",
+)  # fmt: skip
 COMPRESSIONS = ("snappy", "zstd", "gzip", "lz4", "none")
 
 DEFAULT_ROW_GROUP_SIZE = 65536
@@ -101,6 +103,35 @@ SEQUENCE_ACTION_P = (0.70, 0.15, 0.05, 0.02, 0.08)
 SEQUENCE_START = 1_672_531_200
 SEQUENCE_SPAN = 365 * 86_400
 SEQUENCE_GAP_MEAN = 3_600
+
+# dlrm-parquet: MLPerf Storage v3.0's DLRM-on-Parquet workload (mlcommons/storage,
+# configs/dlio/workload/dlrm_b200.yaml): 200 feature columns feature_000..feature_199 whose
+# types are DLRM_PARQUET_TYPES (h float16, f float32, d float64, b int8: 761 bytes a sample),
+# of which the 40 at DLRM_PARQUET_READ are read (160 bytes a sample). The workload writes them
+# uncompressed in row groups of DLRM_PARQUET_ROW_GROUP rows and reads batches of
+# DLRM_PARQUET_BATCH with a DLRM_PARQUET_STEP_S compute step, at an accelerator utilisation of
+# at least 0.70 (`stoker gen --preset dlrm-parquet --compression none --row-group-size 6144`).
+# Here the features follow row_id and label, as in every preset; floats are standard normal in
+# their type, int8s uniform over their range.
+DLRM_PARQUET_TYPES = (
+    "hhddfhfbhbffdfbhfffhddddhffhhfdfdfhhdbbbhfhfdbdddffbbfffbfhfdhdbfhbfhfhfhffdhbfdbbffhbhbfb"
+    "ffhfddfhbhhdhfdhhfdfddbhhbbdfbhhbbbhbbfbhfdhhdhfddhfbbdfdfddbbbddffbfhfhfhdhdhfbdhbdbbbbhh"
+    "bdddhdbbhfdbdfdffddh"
+)
+DLRM_PARQUET_READ = (
+    11, 17, 18, 20, 25, 31, 41, 43, 49, 53, 58, 59, 67, 68, 71, 74, 75, 88, 90, 91, 92, 93, 94,
+    96, 97, 116, 117, 137, 141, 147, 154, 155, 158, 160, 162, 169, 180, 186, 189, 195,
+)  # fmt: skip
+DLRM_PARQUET_ROW_GROUP = 6144
+DLRM_PARQUET_BATCH = 16384
+DLRM_PARQUET_STEP_S = 0.000375
+_DLRM_PARQUET_ARROW = {"h": pa.float16(), "f": pa.float32(), "d": pa.float64(), "b": pa.int8()}
+
+
+def dlrm_parquet_columns() -> list[str]:
+    """The 40 columns the DLRM-Parquet workload reads, in file order."""
+    return [f"feature_{i:03d}" for i in DLRM_PARQUET_READ]
+
 
 # The list presets' offsets are int32 (list<...>, not large_list): a row group's values of one
 # column must stay below 2^31. A sequences row holds at most SEQUENCE_MAX_LENGTH values, so this
@@ -211,6 +242,9 @@ def schema_for(options: GenOptions) -> pa.Schema:
             _id_field(f"C{i + 1}", cardinality, pa.list_(pa.int32()))
             for i, cardinality in enumerate(CRITEO_CARDINALITIES)
         ]
+    elif options.preset == "dlrm-parquet":
+        fields += [pa.field(f"feature_{i:03d}", _DLRM_PARQUET_ARROW[code], nullable=False)
+                   for i, code in enumerate(DLRM_PARQUET_TYPES)]
     else:
         fields += [
             _id_field("user_id", SEQUENCE_USERS),
@@ -354,6 +388,8 @@ def _batch_maker(options: GenOptions, schema: pa.Schema) -> BatchMaker:
         return lambda rng, row_ids: _embeddings_batch(rng, row_ids, schema, list_size)
     if options.preset == "multihot":
         return lambda rng, row_ids: _multihot_batch(rng, row_ids, schema)
+    if options.preset == "dlrm-parquet":
+        return lambda rng, row_ids: _dlrm_parquet_batch(rng, row_ids, schema)
     return lambda rng, row_ids: _sequences_batch(rng, row_ids, schema)
 
 
@@ -462,6 +498,23 @@ def _multihot_batch(
     return pa.RecordBatch.from_arrays(arrays, schema=schema)
 
 
+def _dlrm_parquet_batch(
+    rng: np.random.Generator, row_ids: np.ndarray, schema: pa.Schema
+) -> pa.RecordBatch:
+    """The 200 features column by column, then the label from the first float32 feature read."""
+    n = len(row_ids)
+    features = []
+    for code in DLRM_PARQUET_TYPES:
+        if code == "b":
+            features.append(rng.integers(-128, 128, n, dtype=np.int8))
+        else:
+            values = rng.standard_normal(n, dtype=np.float32)
+            features.append(values.astype({"h": np.float16, "f": np.float32, "d": np.float64}[code]))
+    labels = _labels(rng, features[DLRM_PARQUET_READ[0]].astype(np.float32))
+    arrays = [pa.array(row_ids), pa.array(labels), *(pa.array(f) for f in features)]
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
 def _sequences_batch(
     rng: np.random.Generator, row_ids: np.ndarray, schema: pa.Schema
 ) -> pa.RecordBatch:
@@ -554,7 +607,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "DLRM-DCNv2's multi-hot sizes (1 to 100 ids a row on average); sequences: user_id, "
         "item_id and a user's history of items (list<int64>) with paired history_ts, "
         f"history_action and history_weight lists, 1 to {SEQUENCE_MAX_LENGTH} events "
-        f"(median {SEQUENCE_MEDIAN_LENGTH})",
+        f"(median {SEQUENCE_MEDIAN_LENGTH}); dlrm-parquet: MLPerf Storage's DLRM-on-Parquet "
+        "workload, 200 float16/float32/float64/int8 features of which it reads 40 (use "
+        f"--compression none --row-group-size {DLRM_PARQUET_ROW_GROUP} for its files)",
     )
     parser.add_argument("--rows", required=True, type=_flags.positive_int, help="total rows")
     parser.add_argument(
