@@ -392,6 +392,7 @@ bench: build $(BENCH_DEPS) $(PETASTORM_DEPS) $(STREAMING_DEPS) $(GRAIN_DEPS)
 	$(PY) benchmarks/petastorm_readers.py --petastorm-python $(PETASTORM_PY) \
 	  --json benchmarks/results/petastorm_readers.json
 	$(PY) benchmarks/mixture_overhead.py --out benchmarks/results/mixture.json
+	$(PY) benchmarks/dlrm_parquet.py --out benchmarks/results/dlrm_parquet.json
 	$(PY) benchmarks/serve_throughput.py build/bench-serve --pin --repeats 5 \
 	  --out benchmarks/results/serve_throughput.json
 	$(MAKE) bench-scaling
