@@ -1,0 +1,148 @@
+"""The roofline a shuffled epoch is judged against: what one core of this machine moves (a
+streaming copy, and a random gather of rows of each dataset's row size from a buffer the size
+of a shuffle window), beside the rate of each stage of a shuffled epoch of each dataset, all in
+GB/s per core (docs/benchmarks.md, "The roofline").
+
+The stages are the engine's own thread-seconds (stats(): read_seconds, decode_seconds,
+transform_seconds, assemble_seconds, summed over its threads): fetching counts the compressed
+bytes read from the files, the others the bytes of the batches delivered. A stage at a fraction
+of the gather ceiling has that much to gain from its own code; a stage at the ceiling only from
+moving fewer bytes.
+
+    python benchmarks/roofline.py [--data DIR] [--scale 1.0] [--out results/roofline.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import stoker
+from stoker import _core
+from stoker.cli import gen
+from stoker_devtools.bench import write_json
+
+COPY_BYTES = 256 << 20
+# Dataset -> (GenOptions' keywords, the columns read: None for all, the transforms). Rows at
+# --scale 1. multihot's bags come as ragged (values, offsets) pairs.
+DATASETS: dict[str, tuple[dict[str, Any], list[str] | None, list[dict[str, Any]]]] = {
+    "criteo": ({"preset": "criteo", "rows": 1_000_000, "files": 4}, None, []),
+    "wide": ({"preset": "wide", "rows": 100_000, "files": 4}, None, []),
+    "embeddings": ({"preset": "embeddings", "rows": 400_000, "files": 4}, None, []),
+    "multihot": ({"preset": "multihot", "rows": 200_000, "files": 4}, None,
+                 [{"op": "ragged", "column": f"C{i}"} for i in range(1, 27)]),
+    "dlrm-parquet": ({"preset": "dlrm-parquet", "rows": 786_432, "files": 8,
+                      "row_group_size": gen.DLRM_PARQUET_ROW_GROUP, "compression": "none"},
+                     gen.dlrm_parquet_columns(), []),
+}
+
+
+def best_seconds(function: Any, repeats: int = 5) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        started = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - started)
+    return best
+
+
+def copy_ceiling() -> float:
+    """GB/s of one thread's streaming copy of COPY_BYTES (numpy copyto)."""
+    source = np.ones(COPY_BYTES, dtype=np.uint8)
+    target = np.empty_like(source)
+    return COPY_BYTES / best_seconds(lambda: np.copyto(target, source)) / 1e9
+
+
+def gather_ceiling(row_bytes: int, window_rows: int) -> float:
+    """GB/s of one thread gathering every row of a window-sized buffer in a random order
+    (numpy fancy indexing of rows of `row_bytes`)."""
+    rows = max(1, min(window_rows, (1 << 30) // max(1, row_bytes)))
+    buffer = np.ones((rows, row_bytes), dtype=np.uint8)
+    order = np.random.default_rng(0).permutation(rows)
+    out = np.empty_like(buffer)
+    return buffer.nbytes / best_seconds(lambda: np.take(buffer, order, axis=0, out=out)) / 1e9
+
+
+def batch_bytes(batch: dict[str, Any]) -> int:
+    total = 0
+    for value in batch.values():
+        total += sum(part.nbytes for part in value) if isinstance(value, tuple) else value.nbytes
+    return total
+
+
+def epoch_stages(data: Path, columns: list[str] | None, transforms: list[dict[str, Any]],
+                 cores: int) -> dict[str, Any]:
+    """One warm epoch, then a shuffled epoch's stage rates (GB/s per core of thread time)."""
+    loader = stoker.Loader(data, columns=columns, batch_size=16_384, seed=3, num_threads=cores,
+                           transforms=transforms, output="numpy")
+    for _ in loader:  # warm
+        pass
+    before = loader.stats()
+    loader.set_epoch(1)
+    started = time.perf_counter()
+    delivered = rows = 0
+    for batch in loader:
+        delivered += batch_bytes(batch)
+        rows += len(next(iter(batch.values())))
+    wall = time.perf_counter() - started
+    after = loader.stats()
+
+    def spent(key: str) -> float:
+        return after[key] - before[key]
+
+    def rate(nbytes: float, seconds: float) -> float | None:
+        return nbytes / seconds / 1e9 if seconds > 0 else None
+
+    return {
+        "rows": rows, "row_bytes": delivered / rows, "delivered_bytes": delivered,
+        "wall_seconds": wall, "epoch_gb_per_s_per_core": delivered / wall / 1e9 / cores,
+        "fetch": rate(spent("bytes_read"), spent("read_seconds")),
+        "decode": rate(delivered, spent("decode_seconds")),
+        "transform": rate(delivered, spent("transform_seconds")),
+        "assemble": rate(delivered, spent("assemble_seconds")),
+        "seconds": {k: spent(k) for k in ("read_seconds", "decode_seconds",
+                                          "transform_seconds", "assemble_seconds")},
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path("build/bench-roofline"))
+    parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--datasets", default=",".join(DATASETS))
+    parser.add_argument("--out", type=Path, default=Path("benchmarks/results/roofline.json"))
+    args = parser.parse_args()
+    cores = len(os.sched_getaffinity(0))
+    copy = copy_ceiling()
+    results: dict[str, Any] = {"cores": cores, "copy_gb_per_s": copy, "datasets": {}}
+    print(f"one core: streaming copy {copy:.2f} GB/s")
+    print(f"{'dataset':13s} {'row B':>7s} {'gather':>7s} {'fetch':>7s} {'decode':>7s} "
+          f"{'assemble':>8s} {'epoch/core':>10s}   (GB/s; stages per thread-second)")
+    for name in args.datasets.split(","):
+        keywords, columns, transforms = DATASETS[name]
+        keywords = {**keywords, "rows": max(keywords["files"], int(keywords["rows"] * args.scale))}
+        folder = args.data / f"{name}-{keywords['rows']}"
+        if not (folder / ".complete").exists():
+            gen.generate(folder, gen.GenOptions(**keywords), overwrite=True, progress=False)
+            (folder / ".complete").touch()
+        stages = epoch_stages(folder, columns, transforms, cores)
+        gather = gather_ceiling(round(stages["row_bytes"]), _core.DEFAULT_SHUFFLE_WINDOW)
+        stages["gather_ceiling_gb_per_s"] = gather
+        results["datasets"][name] = stages
+
+        def shown(value: float | None) -> str:
+            return f"{value:7.2f}" if value is not None else "      -"
+
+        print(f"{name:13s} {stages['row_bytes']:7.0f} {gather:7.2f} {shown(stages['fetch'])} "
+              f"{shown(stages['decode'])} {shown(stages['assemble']):>8s} "
+              f"{stages['epoch_gb_per_s_per_core']:10.3f}")
+    results["load_average"] = os.getloadavg()
+    write_json(args.out, results)
+
+
+if __name__ == "__main__":
+    main()
