@@ -394,6 +394,7 @@ bench: build $(BENCH_DEPS) $(PETASTORM_DEPS) $(STREAMING_DEPS) $(GRAIN_DEPS)
 	$(PY) benchmarks/mixture_overhead.py --out benchmarks/results/mixture.json
 	$(PY) benchmarks/dlrm_parquet.py --out benchmarks/results/dlrm_parquet.json
 	$(PY) benchmarks/roofline.py --out benchmarks/results/roofline.json
+	$(PY) benchmarks/noisy_neighbour.py --out benchmarks/results/noisy_neighbour.json
 	$(PY) benchmarks/serve_throughput.py build/bench-serve --pin --repeats 5 \
 	  --out benchmarks/results/serve_throughput.json
 	$(MAKE) bench-scaling
