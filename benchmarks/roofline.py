@@ -3,19 +3,23 @@ streaming copy, and a random gather of rows of each dataset's row size from a bu
 of a shuffle window), beside the rate of each stage of a shuffled epoch of each dataset, all in
 GB/s per core (docs/benchmarks.md, "The roofline").
 
-The stages are the engine's own thread-seconds (stats(): read_seconds, decode_seconds,
-transform_seconds, assemble_seconds, summed over its threads): fetching counts the compressed
-bytes read from the files, the others the bytes of the batches delivered. A stage at a fraction
+Medians over `--epochs` shuffled epochs after a warm one. The stages are the engine's own
+counters (stats()): decode_seconds, transform_seconds and assemble_seconds are thread-seconds
+summed over its workers, against the bytes of the batches delivered; read_seconds is the
+fetches' summed latency (each from its start to its bytes' arrival, queueing in the I/O pool
+included, several in flight at once), against the compressed bytes read. A stage at a fraction
 of the gather ceiling has that much to gain from its own code; a stage at the ceiling only from
 moving fewer bytes.
 
-    python benchmarks/roofline.py [--data DIR] [--scale 1.0] [--out results/roofline.json]
+    python benchmarks/roofline.py [--data DIR] [--scale 1.0] [--epochs 3]
+        [--out results/roofline.json]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import statistics
 import time
 from pathlib import Path
 from typing import Any
@@ -75,44 +79,56 @@ def batch_bytes(batch: dict[str, Any]) -> int:
 
 
 def epoch_stages(data: Path, columns: list[str] | None, transforms: list[dict[str, Any]],
-                 cores: int) -> dict[str, Any]:
-    """One warm epoch, then a shuffled epoch's stage rates (GB/s per core of thread time)."""
+                 cores: int, epochs: int) -> dict[str, Any]:
+    """One warm epoch, then `epochs` shuffled epochs: each stage's rate (GB/s per core of its
+    thread time) and the epoch's, the median over the epochs with the runs behind it."""
     loader = stoker.Loader(data, columns=columns, batch_size=16_384, seed=3, num_threads=cores,
                            transforms=transforms, output="numpy")
     for _ in loader:  # warm
         pass
-    before = loader.stats()
-    loader.set_epoch(1)
-    started = time.perf_counter()
-    delivered = rows = 0
-    for batch in loader:
-        delivered += batch_bytes(batch)
-        rows += len(next(iter(batch.values())))
-    wall = time.perf_counter() - started
-    after = loader.stats()
+    runs = []
+    for epoch in range(1, epochs + 1):
+        before = loader.stats()
+        loader.set_epoch(epoch)
+        started = time.perf_counter()
+        delivered = rows = 0
+        for batch in loader:
+            delivered += batch_bytes(batch)
+            rows += len(next(iter(batch.values())))
+        wall = time.perf_counter() - started
+        after = loader.stats()
 
-    def spent(key: str) -> float:
-        return after[key] - before[key]
+        def spent(key: str, after: dict[str, Any] = after,
+                  before: dict[str, Any] = before) -> float:
+            return after[key] - before[key]
 
-    def rate(nbytes: float, seconds: float) -> float | None:
-        return nbytes / seconds / 1e9 if seconds > 0 else None
+        def rate(nbytes: float, seconds: float) -> float | None:
+            # None for a stage that did next to nothing (no transforms: microseconds in all).
+            return nbytes / seconds / 1e9 if seconds > 1e-3 else None
 
-    return {
-        "rows": rows, "row_bytes": delivered / rows, "delivered_bytes": delivered,
-        "wall_seconds": wall, "epoch_gb_per_s_per_core": delivered / wall / 1e9 / cores,
-        "fetch": rate(spent("bytes_read"), spent("read_seconds")),
-        "decode": rate(delivered, spent("decode_seconds")),
-        "transform": rate(delivered, spent("transform_seconds")),
-        "assemble": rate(delivered, spent("assemble_seconds")),
-        "seconds": {k: spent(k) for k in ("read_seconds", "decode_seconds",
-                                          "transform_seconds", "assemble_seconds")},
-    }
+        runs.append({
+            "rows": rows, "row_bytes": delivered / rows, "delivered_bytes": delivered,
+            "wall_seconds": wall, "epoch_gb_per_s_per_core": delivered / wall / 1e9 / cores,
+            "fetch": rate(spent("bytes_read"), spent("read_seconds")),
+            "decode": rate(delivered, spent("decode_seconds")),
+            "transform": rate(delivered, spent("transform_seconds")),
+            "assemble": rate(delivered, spent("assemble_seconds")),
+            "seconds": {k: spent(k) for k in ("read_seconds", "decode_seconds",
+                                              "transform_seconds", "assemble_seconds")},
+        })
+    out: dict[str, Any] = {"runs": runs}
+    for key in ("row_bytes", "epoch_gb_per_s_per_core", "fetch", "decode", "transform",
+                "assemble"):
+        values = [run[key] for run in runs if run[key] is not None]
+        out[key] = statistics.median(values) if values else None
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("build/bench-roofline"))
     parser.add_argument("--scale", type=float, default=1.0)
+    parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/roofline.json"))
     args = parser.parse_args()
@@ -129,7 +145,7 @@ def main() -> None:
         if not (folder / ".complete").exists():
             gen.generate(folder, gen.GenOptions(**keywords), overwrite=True, progress=False)
             (folder / ".complete").touch()
-        stages = epoch_stages(folder, columns, transforms, cores)
+        stages = epoch_stages(folder, columns, transforms, cores, args.epochs)
         gather = gather_ceiling(round(stages["row_bytes"]), _core.DEFAULT_SHUFFLE_WINDOW)
         stages["gather_ceiling_gb_per_s"] = gather
         results["datasets"][name] = stages
