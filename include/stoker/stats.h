@@ -82,7 +82,10 @@ struct StatsSnapshot {
   /// request or two each; files described by a summary file are not counted).
   int64_t files_pruned = 0;
   int64_t files_opened = 0;
-  /// Thread-seconds (summed over workers) fetching bytes, decoding them, assembling batches.
+  /// Seconds fetching bytes, summed over the fetches: each from its start to its bytes'
+  /// arrival, queueing for an I/O thread included, several in flight at once (so it can
+  /// exceed the wall time); then thread-seconds (summed over workers) decoding them and
+  /// assembling batches.
   double read_seconds = 0;
   double decode_seconds = 0;
   double assemble_seconds = 0;
