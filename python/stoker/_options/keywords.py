@@ -66,13 +66,19 @@ class Keyword:
             shown += " | None"
         return shown
 
-    def default_for(self, name: str, loader: str) -> Any:
-        """The default ``loader``'s signature shows for ``name`` (Parameter.empty: none)."""
+    def default_source(self, name: str, loader: str) -> str:
+        """``name``'s default as ``loader``'s written signature shows it (" = ...", or "" for
+        a required keyword): None for a RemoteLoader's served options, the engine's as
+        ``_DEFAULTS.<name>``, else the value itself."""
         if loader == "RemoteLoader" and self.served:
-            return None
+            return " = None"
         if self.default is REQUIRED:
-            return inspect.Parameter.empty
-        return getattr(LOADER_DEFAULTS, name) if self.default is ENGINE else self.default
+            return ""
+        if self.default is ENGINE:
+            return f" = _DEFAULTS.{name}"
+        if isinstance(self.default, str):
+            return f' = "{self.default}"'
+        return f" = {self.default!r}"
 
 
 # In the order every loader's signature lists those it takes.
@@ -330,10 +336,15 @@ move at random every window; tests).""",
 _BY_NAME = {name: keyword for keyword in KEYWORDS for name in keyword.names}
 
 
+def _letter(loader: str) -> str:
+    """``loader``'s letter in Keyword.takers (TAKERS)."""
+    return next(k for k, v in TAKERS.items() if v == loader)
+
+
 def names_of(loader: str) -> list[str]:
     """The keyword options ``loader`` ("Loader", "MixtureLoader", "RemoteLoader") takes, in
     KEYWORDS' order, its positional first argument left out."""
-    letter = next(k for k, v in TAKERS.items() if v == loader)
+    letter = _letter(loader)
     return [name for keyword in KEYWORDS if letter in keyword.takers and not keyword.positional
             for name in keyword.names]
 
@@ -350,21 +361,12 @@ def parameters_source(loader: str, indent: str = " " * 8) -> str:
     loader's module between BEGIN and END, and tests/python/test_keywords.py fails when what is
     there differs: the signature is a real ``def`` that editors and type checkers read, and
     still defined once."""
-    letter = next(k for k, v in TAKERS.items() if v == loader)
-    first = next(k for k in KEYWORDS if k.positional and letter in k.takers)
+    first = next(k for k in KEYWORDS if k.positional and _letter(loader) in k.takers)
     lines = ["self,", f"{first.names[0]}: {first.annotation_of(first.names[0])},", "*,"]
     for name in names_of(loader):
         keyword = _BY_NAME[name]
-        default = keyword.default_for(name, loader)
-        if default is inspect.Parameter.empty:
-            shown = ""
-        elif keyword.default is ENGINE and not (loader == "RemoteLoader" and keyword.served):
-            shown = f" = _DEFAULTS.{name}"
-        elif isinstance(default, str):
-            shown = f' = "{default}"'
-        else:
-            shown = f" = {default!r}"
-        lines.append(f"{name}: {keyword.annotation_of(name, loader)}{shown},")
+        lines.append(f"{name}: {keyword.annotation_of(name, loader)}"
+                     f"{keyword.default_source(name, loader)},")
     return "\n".join(indent + line for line in lines)
 
 
