@@ -78,6 +78,14 @@ def batch_bytes(batch: dict[str, Any]) -> int:
     return total
 
 
+STAGE_KEYS = ("read_seconds", "decode_seconds", "transform_seconds", "assemble_seconds")
+
+
+def _rate(nbytes: float, seconds: float) -> float | None:
+    """GB/s; None for a stage that did next to nothing (no transforms: microseconds in all)."""
+    return nbytes / seconds / 1e9 if seconds > 1e-3 else None
+
+
 def epoch_stages(data: Path, columns: list[str] | None, transforms: list[dict[str, Any]],
                  cores: int, epochs: int) -> dict[str, Any]:
     """One warm epoch, then `epochs` shuffled epochs: each stage's rate (GB/s per core of its
@@ -97,24 +105,15 @@ def epoch_stages(data: Path, columns: list[str] | None, transforms: list[dict[st
             rows += len(next(iter(batch.values())))
         wall = time.perf_counter() - started
         after = loader.stats()
-
-        def spent(key: str, after: dict[str, Any] = after,
-                  before: dict[str, Any] = before) -> float:
-            return after[key] - before[key]
-
-        def rate(nbytes: float, seconds: float) -> float | None:
-            # None for a stage that did next to nothing (no transforms: microseconds in all).
-            return nbytes / seconds / 1e9 if seconds > 1e-3 else None
-
+        spent = {key: after[key] - before[key] for key in STAGE_KEYS + ("bytes_read",)}
         runs.append({
             "rows": rows, "row_bytes": delivered / rows, "delivered_bytes": delivered,
             "wall_seconds": wall, "epoch_gb_per_s_per_core": delivered / wall / 1e9 / cores,
-            "fetch": rate(spent("bytes_read"), spent("read_seconds")),
-            "decode": rate(delivered, spent("decode_seconds")),
-            "transform": rate(delivered, spent("transform_seconds")),
-            "assemble": rate(delivered, spent("assemble_seconds")),
-            "seconds": {k: spent(k) for k in ("read_seconds", "decode_seconds",
-                                              "transform_seconds", "assemble_seconds")},
+            "fetch": _rate(spent["bytes_read"], spent["read_seconds"]),
+            "decode": _rate(delivered, spent["decode_seconds"]),
+            "transform": _rate(delivered, spent["transform_seconds"]),
+            "assemble": _rate(delivered, spent["assemble_seconds"]),
+            "seconds": {key: spent[key] for key in STAGE_KEYS},
         })
     out: dict[str, Any] = {"runs": runs}
     for key in ("row_bytes", "epoch_gb_per_s_per_core", "fetch", "decode", "transform",
