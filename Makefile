@@ -320,7 +320,8 @@ clean:
 # Then the mixture overhead (benchmarks/mixture_overhead.py: a 3-source mixture against the same
 # rows from one source, and its realized proportions; docs/mixtures.md) and the serving
 # throughput (benchmarks/serve_throughput.py --pin: a server and its client each on their own
-# cores, against a local Loader; docs/serve.md).
+# cores, against a local Loader; docs/serve.md) and a fleet of 1, 2 and 4 servers, each host in
+# its own network namespace (benchmarks/fleet_netns.py; root, else it says why and skips).
 BENCH_VENV      := .bench-venv
 BENCH_PY        := $(BENCH_VENV)/bin/python
 BENCH_DEPS      := $(BENCH_VENV)/.deps-installed
@@ -397,6 +398,8 @@ bench: build $(BENCH_DEPS) $(PETASTORM_DEPS) $(STREAMING_DEPS) $(GRAIN_DEPS)
 	$(PY) benchmarks/noisy_neighbour.py --out benchmarks/results/noisy_neighbour.json
 	$(PY) benchmarks/serve_throughput.py build/bench-serve --pin --repeats 5 \
 	  --out benchmarks/results/serve_throughput.json
+	$(PY) benchmarks/fleet_netns.py build/bench-fleet --servers 1,2,4 --repeats 3 --loopback \
+	  --out benchmarks/results/fleet_netns.json
 	$(MAKE) bench-scaling
 	$(MAKE) bench-multihot
 

@@ -5,7 +5,8 @@
 # (under a debugger, and with the dynamic linker's bindings), the CUDA tests, host-to-device
 # copies (benchmarks/cuda_transfer.py, benchmarks/pinned_copy.py), the engine's thread scaling
 # (benchmarks/cpp/scaling_benchmark.cc) and a training loop's GPU use
-# (benchmarks/gpu_utilization.py). A step that fails, times out or crashes is recorded and the
+# (benchmarks/gpu_utilization.py) and a fleet of servers in network namespaces
+# (benchmarks/fleet_netns.py). A step that fails, times out or crashes is recorded and the
 # next one runs.
 #
 #   OUT=DIR WHEELS=DIR scripts/device_check.sh
@@ -203,6 +204,19 @@ else
   step gpu-utilization-cpu 120 "$py benchmarks/gpu_utilization.py --data $work/criteo --device cpu --steps 3 --workers 1 --json $work/gpu_utilization.json"
 fi
 
+# A fleet on one machine (benchmarks/fleet_netns.py): K = 1, 2, 4, 8 servers, each in its own
+# network namespace on one core of its own (CPUs 1-8), the trainer in another on CPUs 0 and
+# 9-15; where namespaces cannot be made here (not root, no iproute2), recorded as skipped.
+if ((jobs < 16)); then
+  why="$jobs cores: the step places 9 hosts on 16"
+  printf 'fleet-netns\tskipped: %s\t0\n' "$why" >>"$summary"
+elif why=$("$py" benchmarks/fleet_netns.py --check 2>&1); then
+  step fleet-netns 180 "$py benchmarks/fleet_netns.py $work/criteo --servers 1,2,4,8 --server-cpus 1-8 --trainer-cpus 0,9-15 --repeats 3 --out $work/fleet_netns.json"
+else
+  printf 'fleet-netns\tskipped: %s\t0\n' "${why//$'\n'/ }" >>"$summary"
+  echo "fleet-netns: skipped: $why" | tee -a "$log"
+fi
+
 # The reference build: the same symbol report and reproducer on an older tree.
 if [[ -n "$ref" ]]; then
   reftree=$work/ref
@@ -229,7 +243,8 @@ fi
 "$py" - "$work" "$out/results.json" <<'EOF' >>"$log" 2>&1
 import json, pathlib, sys
 work, results = pathlib.Path(sys.argv[1]), {}
-for name in ("pinned_copy", "pinned_copy_large", "cuda_transfer", "gpu_utilization"):
+for name in ("pinned_copy", "pinned_copy_large", "cuda_transfer", "gpu_utilization",
+             "fleet_netns"):
     path = work / f"{name}.json"
     if path.exists():
         results[name] = json.loads(path.read_text())

@@ -1,0 +1,117 @@
+"""Hosts in network namespaces (stoker_devtools.netns, what benchmarks/fleet_netns.py runs on):
+the namespaces and their bridged links are made and deleted, even when the body raises; a
+killed run's are cleaned up and a live one's left; and a `stoker serve` in one namespace,
+pinned with taskset, serves a RemoteLoader in another exactly the batches a local Loader
+gives. Needs root and iproute2: skipped, saying which, where either is missing."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import re
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+import stoker
+from conftest import assert_same_batches
+from stoker_devtools import netns
+from stoker_devtools.serve import COLUMNS, OPTIONS
+
+REASON = netns.available()
+pytestmark = pytest.mark.skipif(REASON is not None, reason=f"netns: {REASON}")
+
+
+def namespaces() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=True)
+    return {line.split()[0] for line in out.stdout.splitlines() if line.strip()}
+
+
+def run_in(net: netns.Network, host: str, code: str, **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([*net.run_in(host), sys.executable, "-c", textwrap.dedent(code)],
+                          capture_output=True, text=True, timeout=60, check=False, **kw)
+
+
+def test_hosts_reach_each_other_and_only_inside_their_namespaces() -> None:
+    before = namespaces()
+    with netns.Network(["a", "b"], receive_rate={"a": "1gbit"}) as net:
+        made = namespaces() - before
+        assert made == {net.namespace(h) for h in ("a", "b", "sw")}
+        listener = subprocess.Popen(
+            [*net.run_in("b"), sys.executable, "-c", textwrap.dedent(f"""
+                import socket
+                s = socket.create_server(("{net.address("b")}", 7000))
+                print("ready", flush=True)
+                c, _ = s.accept()
+                c.sendall(c.recv(5)[::-1])
+            """)], stdout=subprocess.PIPE, text=True)
+        assert listener.stdout.readline().strip() == "ready"
+        answer = run_in(net, "a", f"""
+            import socket
+            c = socket.create_connection(("{net.address("b")}", 7000), timeout=10)
+            c.sendall(b"hello"); print(c.recv(5).decode())
+        """)
+        assert answer.stdout.strip() == "olleh", answer.stderr
+        listener.wait(timeout=10)
+        # The address exists only inside: the machine's own namespace has none of them.
+        assert net.address("b") not in subprocess.run(
+            ["ip", "-o", "addr"], capture_output=True, text=True, check=True).stdout
+        qdisc = subprocess.run(["tc", "-n", net.namespace("sw"), "qdisc", "show"],
+                               capture_output=True, text=True, check=True).stdout
+        assert "tbf" in qdisc and "rate 1Gbit" in qdisc
+    assert namespaces() == before
+
+
+def test_namespaces_go_when_the_body_raises_and_a_dead_runs_are_cleaned() -> None:
+    before = namespaces()
+    with pytest.raises(RuntimeError, match="the body"), netns.Network(["a"]):
+        raise RuntimeError("the body")
+    assert namespaces() == before
+    dead = 2**22 + 1  # above the default pid_max: no such process
+    while os.path.exists(f"/proc/{dead}"):
+        dead += 1
+    stale, live = f"{netns.PREFIX}{dead}-0-x", f"{netns.PREFIX}{os.getpid()}-99-x"
+    for name in (stale, live):
+        subprocess.run(["ip", "netns", "add", name], check=True)
+    try:
+        assert stale in netns.clean_stale()
+        assert stale not in namespaces() and live in namespaces()
+    finally:
+        for name in (stale, live):
+            subprocess.run(["ip", "netns", "del", name], capture_output=True, check=False)
+
+
+def test_a_server_in_its_own_namespace_serves_the_local_loaders_batches(criteo: Path,
+                                                                        tmp_path: Path) -> None:
+    cpu = str(min(os.sched_getaffinity(0)))
+    with netns.Network(["trainer", "s0"]) as net:
+        server = subprocess.Popen(
+            [*net.run_in("s0", cpu), sys.executable, "-m", "stoker", "serve", str(criteo),
+             "--host", net.address("s0"), "--port", "8815", "--columns", ",".join(COLUMNS),
+             "--batch-size", str(OPTIONS["batch_size"]), "--seed", str(OPTIONS["seed"]),
+             "--shuffle-window", str(OPTIONS["shuffle_window"]), "--num-threads", "1",
+             "--chunk-batches", "3"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            line = server.stdout.readline()
+            assert re.search(rf"listening on grpc://{re.escape(net.address('s0'))}:8815", line), (
+                line + server.stderr.read())
+            allowed = Path(f"/proc/{server.pid}/status").read_text()
+            assert re.search(rf"^Cpus_allowed_list:\s+{cpu}$", allowed, re.MULTILINE)
+            out = tmp_path / "batches.pickle"
+            epoch = run_in(net, "trainer", f"""
+                import pickle, stoker
+                loader = stoker.RemoteLoader(["grpc://{net.address("s0")}:8815"],
+                                             batch_size={OPTIONS["batch_size"]})
+                with open("{out}", "wb") as f:
+                    pickle.dump(list(loader), f)
+            """)
+            assert epoch.returncode == 0, epoch.stderr
+        finally:
+            server.terminate()
+            server.wait(timeout=20)
+    remote = pickle.loads(out.read_bytes())
+    expected = list(stoker.Loader(criteo, columns=COLUMNS, **OPTIONS))
+    assert len(remote) == len(expected) > 1
+    assert_same_batches(remote, expected)
