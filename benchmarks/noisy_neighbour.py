@@ -2,6 +2,11 @@
 single-thread torch step), alone and with Stoker reading at full rate in the same process, p50
 and p99 over `--steps` steps (docs/benchmarks.md, "The trainer's own cores").
 
+The modes, alternated in each repeat: "alone"; "unpinned" (the engine's threads anywhere);
+"pinned" (the engine on `engine_cpus` = every CPU but the trainer's, the main thread pinned to
+the trainer's CPU, the first of the mask, and the feeding thread left where the mask lets it);
+"pinned_feeder" (the same with the feeding Python thread on the engine's CPUs too).
+
 The step is a matrix product chain sized to take about `--step-ms` on one thread, with
 torch.set_num_threads(1), as a trainer's launch thread does its own work. "With Stoker": a
 second Python thread drains a shuffled Loader epoch after epoch (the engine's workers at full
@@ -18,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import threading
 import time
 from pathlib import Path
@@ -39,6 +45,7 @@ def make_step(step_ms: float) -> Any:
         for _ in range(links):
             x = torch.tanh(x @ a)
 
+    step(8)  # torch's first products pay its one-time set-up, not a step's time
     links = 1
     while True:  # the links that take step_ms, measured once
         started = time.perf_counter()
@@ -58,12 +65,18 @@ def step_times(step: Any, steps: int) -> list[float]:
     return times
 
 
-def with_stoker(step: Any, steps: int, data: Path, threads: int | None) -> dict[str, Any]:
-    loader = stoker.Loader(data, batch_size=4096, seed=1, num_threads=threads)
+def with_stoker(step: Any, steps: int, data: Path, threads: int | None, mode: str,
+                trainer_cpu: int) -> dict[str, Any]:
+    mask = os.sched_getaffinity(0)
+    engine_cpus = sorted(mask - {trainer_cpu}) if mode != "unpinned" else None
+    loader = stoker.Loader(data, batch_size=4096, seed=1, num_threads=threads,
+                           engine_cpus=engine_cpus)
     stop = threading.Event()
     rows = [0]
 
     def feed() -> None:
+        if mode == "pinned_feeder":
+            os.sched_setaffinity(0, set(engine_cpus or mask))
         epoch = 0
         while not stop.is_set():
             loader.set_epoch(epoch)
@@ -75,13 +88,21 @@ def with_stoker(step: Any, steps: int, data: Path, threads: int | None) -> dict[
 
     feeder = threading.Thread(target=feed, daemon=True)
     feeder.start()
-    time.sleep(1.0)  # the engine at full rate before the first step
-    started = time.perf_counter()
-    times = step_times(step, steps)
-    seconds = time.perf_counter() - started
-    stop.set()
-    feeder.join()
+    if mode != "unpinned":
+        os.sched_setaffinity(0, {trainer_cpu})  # this thread alone: the trainer's
+    try:
+        time.sleep(1.0)  # the engine at full rate before the first step
+        started = time.perf_counter()
+        times = step_times(step, steps)
+        seconds = time.perf_counter() - started
+    finally:
+        os.sched_setaffinity(0, mask)
+        stop.set()
+        feeder.join()
     return {"times": times, "rows_per_s": rows[0] / seconds}
+
+
+MODES = ("alone", "unpinned", "pinned", "pinned_feeder")
 
 
 def quantiles(times: list[float]) -> dict[str, float]:
@@ -98,6 +119,11 @@ def main() -> None:
     parser.add_argument("--step-ms", type=float, default=2.0)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--switch-interval-ms", type=float, default=None,
+                        help="sys.setswitchinterval for the run (Python's default: 5 ms): how "
+                             "long the feeding thread may hold the GIL the trainer waits for")
+    parser.add_argument("--modes", default=",".join(MODES),
+                        help=f"comma-separated, of {', '.join(MODES)}")
     parser.add_argument("--out", type=Path,
                         default=Path("benchmarks/results/noisy_neighbour.json"))
     args = parser.parse_args()
@@ -105,27 +131,41 @@ def main() -> None:
         gen.generate(args.data, gen.GenOptions(preset="criteo", rows=args.rows, files=4),
                      overwrite=True, progress=False)
         (args.data / ".complete").touch()
+    if args.switch_interval_ms is not None:
+        sys.setswitchinterval(args.switch_interval_ms / 1e3)
     step = make_step(args.step_ms)
-    runs: dict[str, list[dict[str, Any]]] = {"alone": [], "with_stoker": []}
+    modes = [mode for mode in args.modes.split(",") if mode]
+    mask = os.sched_getaffinity(0)
+    trainer_cpu = min(mask)
+    if len(mask) < 2:
+        modes = [mode for mode in modes if mode in ("alone", "unpinned")]
+    runs: dict[str, list[dict[str, Any]]] = {mode: [] for mode in modes}
     for _ in range(args.repeats):
-        runs["alone"].append(quantiles(step_times(step, args.steps)))
-        fed = with_stoker(step, args.steps, args.data, args.threads)
-        runs["with_stoker"].append({**quantiles(fed["times"]), "rows_per_s": fed["rows_per_s"]})
-    results: dict[str, Any] = {"cores": len(os.sched_getaffinity(0)), "steps": args.steps,
+        for mode in modes:
+            if mode == "alone":
+                runs[mode].append(quantiles(step_times(step, args.steps)))
+                continue
+            fed = with_stoker(step, args.steps, args.data, args.threads, mode, trainer_cpu)
+            runs[mode].append({**quantiles(fed["times"]), "rows_per_s": fed["rows_per_s"]})
+    results: dict[str, Any] = {"cores": len(mask), "steps": args.steps, "trainer_cpu": trainer_cpu,
+                               "switch_interval_ms": sys.getswitchinterval() * 1e3,
                                "step_ms": args.step_ms, "threads": args.threads, "runs": runs}
     for case, case_runs in runs.items():
         results[case] = {key: statistics.median(r[key] for r in case_runs)
                          for key in case_runs[0]}
-    results["p99_ratio"] = results["with_stoker"]["p99_ms"] / results["alone"]["p99_ms"]
-    results["p50_ratio"] = results["with_stoker"]["p50_ms"] / results["alone"]["p50_ms"]
     results["load_average"] = os.getloadavg()
-    print(f"alone:       p50 {results['alone']['p50_ms']:.2f} ms, p99 "
-          f"{results['alone']['p99_ms']:.2f} ms")
-    print(f"with stoker: p50 {results['with_stoker']['p50_ms']:.2f} ms, p99 "
-          f"{results['with_stoker']['p99_ms']:.2f} ms, the engine at "
-          f"{results['with_stoker']['rows_per_s'] / 1e6:.2f}M rows/s")
-    print(f"p99 with ÷ alone: {results['p99_ratio']:.2f} (p50 {results['p50_ratio']:.2f}) on "
-          f"{results['cores']} cores")
+    alone = results.get("alone")
+    for mode in modes:
+        line = f"{mode:14s} p50 {results[mode]['p50_ms']:.2f} ms, p99 {results[mode]['p99_ms']:.2f} ms"
+        if "rows_per_s" in results[mode]:
+            line += f", the engine at {results[mode]['rows_per_s'] / 1e6:.2f}M rows/s"
+        if alone is not None and mode != "alone":
+            results[mode]["p99_ratio"] = results[mode]["p99_ms"] / alone["p99_ms"]
+            results[mode]["p50_ratio"] = results[mode]["p50_ms"] / alone["p50_ms"]
+            line += (f"; p99 ÷ alone {results[mode]['p99_ratio']:.2f}"
+                     f" (p50 {results[mode]['p50_ratio']:.2f})")
+        print(line)
+    print(f"on {len(mask)} cores, load average {results['load_average'][0]:.2f}")
     write_json(args.out, results)
 
 

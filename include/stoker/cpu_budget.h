@@ -5,6 +5,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "stoker/fields.h"
 
@@ -15,7 +16,8 @@ namespace stoker {
 /// LoaderOptions::num_threads is 0, so eight ranks on a 32-core node start 4 workers each rather
 /// than 32 (the "thread storm").
 struct CpuBudget {
-  /// CPUs in the process's affinity mask (sched_getaffinity: taskset, cpusets).
+  /// CPUs in the process's affinity mask (sched_getaffinity: taskset, cpusets), or of
+  /// those LoaderOptions::engine_cpus names when it names any.
   int affinity = 1;
   /// The cgroup's CPU quota in CPUs (cgroup v2 cpu.max, v1 cfs_quota_us / cfs_period_us);
   /// nullopt when unlimited or unreadable.
@@ -50,5 +52,9 @@ constexpr auto FieldsOf(const CpuBudget&) {
 /// /sys/fs/cgroup, the ranks per node the launcher's environment names (torchrun, Horovod,
 /// Open MPI, MPICH, Slurm).
 CpuBudget ReadCpuBudget();
+/// The same for engine threads kept on `engine_cpus` (LoaderOptions::engine_cpus; empty: the
+/// whole mask): the affinity counted is theirs within the mask, so the default thread count
+/// follows them.
+CpuBudget ReadCpuBudget(const std::vector<int>& engine_cpus);
 
 }  // namespace stoker

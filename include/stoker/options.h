@@ -184,6 +184,13 @@ struct LoaderOptions {
   /// ranks on the node, stoker/cpu_budget.h), of which the controller (autotune) keeps as
   /// many at work as the consumer needs; all of them when autotune is off.
   int num_threads = 0;
+  /// CPUs (0-based ids) the engine's own threads run on: the worker pool and the I/O
+  /// executor's threads are pinned to them (pthread_setaffinity_np), never the caller's
+  /// thread, so a trainer's thread kept on the other CPUs is not preempted by them
+  /// (docs/benchmarks.md, "The trainer's own cores"). Each must be in the affinity mask of
+  /// the thread that makes the loader, and the CPU budget counts these alone, so an unset
+  /// num_threads follows them. Empty (the default): the threads run wherever the mask lets.
+  std::vector<int> engine_cpus;
   /// Finished batches kept ready ahead of the consumer (>= 1). 0 means at most
   /// kDefaultPrefetchPerThread * num_threads, as many as the controller finds needed (all
   /// of them when autotune is off).
@@ -270,6 +277,7 @@ constexpr auto FieldsOf(const LoaderOptions&) {
                     Field{"drop_last", &O::drop_last},
                     Field{"pad_to_equal_steps", &O::pad_to_equal_steps},
                     Field{"with_row_origin", &O::with_row_origin},
+                    Field{"engine_cpus", &O::engine_cpus},
                     Field{"autotune", &O::autotune},
                     Field{"cache_limit_bytes", &O::cache_limit_bytes},
                     Field{"max_bad_units", &O::max_bad_units},

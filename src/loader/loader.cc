@@ -16,6 +16,7 @@
 #include "exec/unit_reader.h"
 #include "loader/loader_internal.h"
 #include "stoker/error.h"
+#include "util/cpu_affinity.h"
 #include "util/digest.h"
 
 namespace stoker {
@@ -215,8 +216,14 @@ arrow::Result<std::shared_ptr<UnitSource>> MakeUnitSource(const LoaderOptions& o
   } else {
     source->output_pool = RecyclingPool::Default(source->pool);
   }
-  ARROW_ASSIGN_OR_RAISE(source->io_executor,
+  ARROW_ASSIGN_OR_RAISE(auto io_executor,
                         arrow::internal::ThreadPool::Make(options.storage.ResolvedIoThreads()));
+  // On engine_cpus this runs on a pinned thread (Loader::Make): the executor's threads are
+  // started here so that they take its mask, not that of whichever thread first reads.
+  if (!options.engine_cpus.empty()) {
+    StartAllThreads(io_executor.get(), options.storage.ResolvedIoThreads());
+  }
+  source->io_executor = std::move(io_executor);
   ARROW_ASSIGN_OR_RAISE(const auto read, ColumnsToRead(options, source.get()));
   ARROW_ASSIGN_OR_RAISE(source->manifest, CatchAll([&] {
                           return Manifest::Make(options.sources, read, options.storage,
@@ -288,7 +295,8 @@ arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
   ARROW_RETURN_NOT_OK(EnsureComputeInitialized());
   auto stats = std::make_shared<Stats>();
   if (options.trace_events > 0) stats->EnableTrace(static_cast<size_t>(options.trace_events));
-  const CpuBudget budget = ReadCpuBudget();
+  ARROW_RETURN_NOT_OK(CheckEngineCpus(options.engine_cpus));
+  const CpuBudget budget = ReadCpuBudget(options.engine_cpus);
   if (options.storage.io_threads == 0) {
     options.storage.io_threads = AnyRemote(options.sources)
                                      ? StorageOptions::kDefaultRemoteIoThreads
@@ -320,7 +328,9 @@ arrow::Result<std::shared_ptr<Loader>> Loader::Make(LoaderOptions options) {
                                        budget.threads);
   }
   ShrinkArrowCpuPool(budget);
-  ARROW_ASSIGN_OR_RAISE(auto source, MakeUnitSource(options, stats));
+  // The threads the source starts (its I/O executor's, the footer readers') on engine_cpus.
+  ARROW_ASSIGN_OR_RAISE(auto source, OnEngineCpus(options.engine_cpus,
+                                                  [&] { return MakeUnitSource(options, stats); }));
   return std::make_shared<LoaderImpl>(std::move(options), std::move(source), std::move(stats),
                                       budget, std::move(tune));
 }

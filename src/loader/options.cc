@@ -170,6 +170,16 @@ arrow::Status LoaderOptions::Validate() const {
     return arrow::Status::Invalid("num_threads must be >= 1 (or None for all cores), got ",
                                   num_threads);
   }
+  for (size_t i = 0; i < engine_cpus.size(); ++i) {
+    if (engine_cpus[i] < 0) {
+      return arrow::Status::Invalid("engine_cpus: CPU ids are >= 0, got ", engine_cpus[i]);
+    }
+    for (size_t j = 0; j < i; ++j) {
+      if (engine_cpus[i] == engine_cpus[j]) {
+        return arrow::Status::Invalid("engine_cpus: CPU ", engine_cpus[i], " is listed twice");
+      }
+    }
+  }
   if (prefetch < 0) {
     return arrow::Status::Invalid("prefetch must be >= 1 batch (or None for the default), got ",
                                   prefetch);
@@ -195,7 +205,7 @@ arrow::Status LoaderOptions::Validate() const {
 
 int LoaderOptions::ResolvedThreads() const {
   if (num_threads > 0) return num_threads;
-  return ReadCpuBudget().threads;
+  return ReadCpuBudget(engine_cpus).threads;
 }
 
 int LoaderOptions::ResolvedPrefetch() const {

@@ -20,6 +20,7 @@
 #include "python/binding.h"
 #include "stoker/stream_identity.h"
 #include "transform/transform_spec.h"
+#include "util/cpu_affinity.h"
 #include "util/cpu_budget_internal.h"
 
 namespace stoker::python {
@@ -127,7 +128,9 @@ Epoch* StartEpoch(const PyLoader& self, int64_t epoch,
                   const std::vector<std::pair<int, int64_t>>& resumed) {
   std::vector<ResumeRound> rounds;
   for (const auto& [world_size, rows] : resumed) rounds.push_back({world_size, rows});
-  auto stream = ValueOrThrow(self.engine()->StartEpoch(epoch, rounds));
+  // On engine_cpus the epoch starts on a pinned thread, so its workers take that mask.
+  auto stream = ValueOrThrow(OnEngineCpus(self.engine()->options().engine_cpus,
+                                          [&] { return self.engine()->StartEpoch(epoch, rounds); }));
   return new Epoch(std::move(stream), self.output(), self.engine()->ragged_columns(),
                    {self.engine()});
 }
@@ -147,7 +150,9 @@ Epoch* StartShare(const PyLoader& self, int64_t epoch,
   spec.span = span;
   spec.chunk = chunk;
   spec.first_batch = first;
-  auto stream = ValueOrThrow(Internal(*self.engine()).StartStream(spec));
+  auto stream = ValueOrThrow(OnEngineCpus(self.engine()->options().engine_cpus, [&] {
+    return Internal(*self.engine()).StartStream(spec);
+  }));
   return new Epoch(std::move(stream), self.output(), self.engine()->ragged_columns(),
                    {self.engine()});
 }

@@ -21,6 +21,7 @@
 #include "mixture/mixture_streams.h"
 #include "plan/plan.h"
 #include "stoker/options.h"
+#include "util/cpu_affinity.h"
 
 namespace stoker::python {
 
@@ -64,7 +65,10 @@ class MixtureReader {
     std::unique_ptr<BatchStream> stream;
     {
       nb::gil_scoped_release release;
-      stream = ValueOrThrow(streams_->StartStream(spec));
+      // On engine_cpus the epoch starts on a pinned thread: its one pool takes that mask.
+      stream = ValueOrThrow(
+          OnEngineCpus(streams_->config().sources.front()->options().engine_cpus,
+                       [&] { return streams_->StartStream(spec); }));
     }
     return WrapEpoch(std::move(stream), output_, loaders_.front()->ragged_columns(), loaders_);
   }

@@ -42,11 +42,20 @@ std::optional<double> QuotaCpus(const std::string& quota, const std::string& per
   return static_cast<double>(*q) / static_cast<double>(*p);
 }
 
-int AffinityCpus() {
+// The mask's CPUs, or those of `engine_cpus` in it when it names any.
+int AffinityCpus(const std::vector<int>& engine_cpus) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) {
+    return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  }
+  if (engine_cpus.empty()) return std::max(1, CPU_COUNT(&set));
+  cpu_set_t engine;
+  CPU_ZERO(&engine);
+  for (const int cpu : engine_cpus) {
+    if (cpu >= 0 && cpu < CPU_SETSIZE && CPU_ISSET(cpu, &set)) CPU_SET(cpu, &engine);
+  }
+  return std::max(1, CPU_COUNT(&engine));
 }
 
 // The process's cgroup path for `controller` from /proc/self/cgroup ("0::/path" on v2,
@@ -148,9 +157,9 @@ int RanksPerNode(std::string* from) {
   return 1;
 }
 
-CpuBudget ReadCpuBudget(const std::string& cgroup_root) {
+CpuBudget ReadCpuBudget(const std::string& cgroup_root, const std::vector<int>& engine_cpus) {
   CpuBudget budget;
-  budget.affinity = AffinityCpus();
+  budget.affinity = AffinityCpus(engine_cpus);
   budget.cgroup_quota = CgroupQuota(cgroup_root);
   budget.cpus = budget.affinity;
   if (budget.cgroup_quota) {
@@ -167,5 +176,9 @@ CpuBudget ReadCpuBudget(const std::string& cgroup_root) {
 }
 
 CpuBudget ReadCpuBudget() { return ReadCpuBudget(kCgroupRoot); }
+
+CpuBudget ReadCpuBudget(const std::vector<int>& engine_cpus) {
+  return ReadCpuBudget(kCgroupRoot, engine_cpus);
+}
 
 }  // namespace stoker

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "stoker/cpu_budget.h"
 
@@ -12,9 +13,9 @@ namespace stoker {
 /// Where the cgroup file systems are mounted: where ReadCpuBudget() looks.
 inline constexpr char kCgroupRoot[] = "/sys/fs/cgroup";
 
-/// ReadCpuBudget() with the cgroup file systems mounted at `cgroup_root` (a test can point it
-/// at a tree of its own).
-CpuBudget ReadCpuBudget(const std::string& cgroup_root);
+/// ReadCpuBudget(engine_cpus) with the cgroup file systems mounted at `cgroup_root` (a test
+/// can point it at a tree of its own).
+CpuBudget ReadCpuBudget(const std::string& cgroup_root, const std::vector<int>& engine_cpus = {});
 
 /// Ranks per node named by the environment: torchrun's LOCAL_WORLD_SIZE, Horovod's
 /// HOROVOD_LOCAL_SIZE, Open MPI's OMPI_COMM_WORLD_LOCAL_SIZE, MPICH's MPI_LOCALNRANKS, then

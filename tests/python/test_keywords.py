@@ -166,9 +166,10 @@ def test_serve_and_doctor_take_every_loader_option_a_command_line_can_spell() ->
     # storage options, a table object), the output kinds (and TorchRec's features), the
     # timeline and the device; and transforms, which both commands read from a file of their
     # own.
+    # engine_cpus too: a server's streams start in src/serve, which does not pin them yet.
     python_only = {"source", "filter", "batch_transform", "storage_options", "output",
                    "transforms", "rank", "world_size", "trace", "trace_events", "device",
-                   "device_prefetch", "torchrec"}
+                   "device_prefetch", "torchrec", "engine_cpus"}
     spelled = set(_keywords_of(stoker.Loader)) - python_only
     assert set(_keywords.LOADER_FLAGS) == spelled
     for command in ("serve", "doctor"):

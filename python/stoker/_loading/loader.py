@@ -65,6 +65,7 @@ class Loader(_epoch.EngineLoader):
         pad_to_equal_steps: bool = _DEFAULTS.pad_to_equal_steps,
         with_row_origin: bool = _DEFAULTS.with_row_origin,
         num_threads: int | str | None = _DEFAULTS.num_threads,
+        engine_cpus: Sequence[int] | None = None,
         prefetch: int | None = _DEFAULTS.prefetch,
         autotune: bool | dict[str, Any] | None = None,
         output: str = "numpy",

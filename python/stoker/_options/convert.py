@@ -152,6 +152,7 @@ _CONVERT: dict[str, Callable[[Any], Any]] = {
     "cache_dir": lambda path: None if path is None else os.fspath(path),
     "autotune": autotune,
     "num_threads": threads,
+    "engine_cpus": lambda cpus: [] if cpus is None else [int(cpu) for cpu in cpus],
 }
 
 

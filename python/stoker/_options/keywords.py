@@ -162,6 +162,15 @@ as the training step needs (``autotune``).""",
             cli="decode threads (default: as many of this rank's share of the CPUs as the "
                 "controller finds needed)",
             annotation="int | str | None", takers="LM"),
+    Keyword(("engine_cpus",), """\
+CPUs (ids, e.g. ``[1, 2, 3]`` or ``range(1, 8)``) the engine's own threads run
+on: its workers and I/O threads are pinned to them, never the calling thread, so
+a training loop kept on the other CPUs is not preempted by them (pin it there
+yourself, e.g. ``os.sched_setaffinity(0, {0})`` after making the loader). Each
+must be in the affinity mask of the thread that makes the loader; an unset
+``num_threads`` counts these alone. None: the engine's threads run on any CPU
+the process may use (docs/benchmarks.md, "The trainer's own cores").""",
+            annotation="Sequence[int] | None", default=None, takers="LM"),
     Keyword(("prefetch",), """\
 finished batches kept ready ahead of the consumer; None: at most 2 per
 thread, as many as the controller finds needed (``autotune``).""",
