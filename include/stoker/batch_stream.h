@@ -8,8 +8,30 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <tuple>
+
+#include "stoker/fields.h"
 
 namespace stoker {
+
+/// What one stream's own work has cost so far (a server lists it per stream: ServeStats).
+struct StreamWork {
+  /// Units (row groups) the stream decoded from storage, and those it took from the local
+  /// cache instead.
+  int64_t units_decoded = 0;
+  int64_t units_cached = 0;
+  /// Thread CPU-seconds its workers spent turning units into what the gather reads: decode
+  /// and value checks, filter and transforms, staging (not the fetch, not the gather).
+  double unit_cpu_seconds = 0;
+};
+
+/// StreamWork's fields by name (stoker/fields.h).
+constexpr auto FieldsOf(const StreamWork&) {
+  using W = StreamWork;
+  return std::tuple{Field{"units_decoded", &W::units_decoded},
+                    Field{"units_cached", &W::units_cached},
+                    Field{"unit_cpu_seconds", &W::unit_cpu_seconds}};
+}
 
 /// One epoch of batches for one rank, in plan order. Made by Loader::StartEpoch; work starts
 /// at once in the loader's worker threads. Destroying it cancels the work and joins the
@@ -31,6 +53,9 @@ class BatchStream {
   /// Rows of the plan the batches delivered so far stand for: their rows, plus the rows of
   /// units skipped under on_error="skip" (what a resume state counts as consumed).
   virtual int64_t planned_rows_delivered() const = 0;
+
+  /// What this stream's work has cost so far; zeros from a stream that does not count it.
+  virtual StreamWork work() const { return {}; }
 };
 
 }  // namespace stoker

@@ -1,5 +1,5 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
-// Header only; walked by src/python/binding.h (ToPython).
+// Header only; walked by src/python/binding.h (ToPython) and src/util/fields_json.h (JSON).
 #pragma once
 
 #include <string_view>
@@ -20,5 +20,11 @@ struct Field {
 };
 template <typename Struct, typename Member>
 Field(std::string_view, Member Struct::*) -> Field<Struct, Member>;
+
+/// A struct that lists its fields (a `FieldsOf` overload beside it).
+template <typename T>
+concept HasFields = requires(const T& value) {
+  FieldsOf(value);
+};
 
 }  // namespace stoker

@@ -9,7 +9,9 @@
 #include <memory>
 #include <string>
 #include <tuple>
+#include <vector>
 
+#include "stoker/batch_stream.h"
 #include "stoker/fields.h"
 #include "stoker/loader.h"
 #include "stoker/stream_identity.h"
@@ -43,6 +45,41 @@ struct ServeOptions {
   arrow::Status Validate() const;
 };
 
+/// One stream a server serves or served: what its ticket asked for and what it cost.
+struct ServedStream {
+  int64_t epoch = 0;
+  int rank = 0;
+  int world_size = 1;
+  /// The share (docs/serve.md, "How several servers share a plan"): shard (and span) of
+  /// shards, in chunks of `chunk` batches, or with chunk_rows > 0 of whole windows.
+  int64_t shards = 1;
+  int64_t shard = 0;
+  int64_t span = 1;
+  int64_t chunk = 1;
+  int64_t chunk_rows = 0;
+  /// Still being served.
+  bool active = false;
+  int64_t batches_sent = 0;
+  int64_t rows_sent = 0;
+  /// Units decoded (and taken from the cache) for this stream, and their CPU-seconds.
+  StreamWork work;
+};
+
+/// ServedStream's fields by name (stoker/fields.h).
+constexpr auto FieldsOf(const ServedStream&) {
+  using S = ServedStream;
+  return std::tuple{Field{"epoch", &S::epoch},           Field{"rank", &S::rank},
+                    Field{"world_size", &S::world_size}, Field{"shards", &S::shards},
+                    Field{"shard", &S::shard},           Field{"span", &S::span},
+                    Field{"chunk", &S::chunk},           Field{"chunk_rows", &S::chunk_rows},
+                    Field{"active", &S::active},         Field{"batches_sent", &S::batches_sent},
+                    Field{"rows_sent", &S::rows_sent},   Field{"work", &S::work}};
+}
+
+/// Finished streams a server's stats list besides the open ones (the most recent; the totals
+/// count every stream).
+inline constexpr size_t kServedStreamsListed = 64;
+
 /// A server's counters over its life (docs/observability.md). Stage times, bytes read and
 /// the cache are in its loader's StatsSnapshot.
 struct ServeStats {
@@ -60,6 +97,13 @@ struct ServeStats {
   int64_t batches_sent = 0;
   int64_t rows_sent = 0;
   int64_t bytes_sent = 0;
+  /// Summed over every stream it has served: units decoded, taken from the cache, and their
+  /// CPU-seconds (StreamWork). Summed over a fleet's servers, what an epoch cost the fleet.
+  int64_t units_decoded = 0;
+  int64_t units_cached = 0;
+  double unit_cpu_seconds = 0;
+  /// The open streams and the last kServedStreamsListed finished ones, oldest first.
+  std::vector<ServedStream> streams;
 };
 
 /// ServeStats' fields by name: the keys of Server.stats() in Python (stoker/fields.h).
@@ -74,7 +118,11 @@ constexpr auto FieldsOf(const ServeStats&) {
                     Field{"stream_errors", &S::stream_errors},
                     Field{"batches_sent", &S::batches_sent},
                     Field{"rows_sent", &S::rows_sent},
-                    Field{"bytes_sent", &S::bytes_sent}};
+                    Field{"bytes_sent", &S::bytes_sent},
+                    Field{"units_decoded", &S::units_decoded},
+                    Field{"units_cached", &S::units_cached},
+                    Field{"unit_cpu_seconds", &S::unit_cpu_seconds},
+                    Field{"streams", &S::streams}};
 }
 
 /// An Arrow Flight server streaming a Loader's batches (docs/design.md, "Serve"). The loader fixes

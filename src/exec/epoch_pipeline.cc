@@ -126,6 +126,8 @@ void EpochPipeline::ScheduleWindow(int64_t position) {
         if (!verified.ok()) return OnUnitRead(scheduled, i, verified);
         auto cached = source_->cache->Get(CacheKey(*source_, unit));
         if (cached == nullptr) return StartUnit(scheduled, i, unit);
+        units_cached_.fetch_add(1, std::memory_order_relaxed);
+        const ThreadCpuTimer cpu(&unit_cpu_ns_);
         auto drawn = DrawUnit(*source_, unit, std::move(cached), plan_.config().seed,
                               plan_.config().epoch, stats_.get());
         if (!drawn.ok()) return OnUnitRead(scheduled, i, drawn.status());
@@ -161,10 +163,12 @@ void EpochPipeline::StartUnit(int64_t scheduled, int64_t i, const Unit& unit) {
   auto fetch = StartFetch(*source_->manifest, unit, AllColumns(*source_), source_->io_context(),
                           stats_.get());
   auto decode = [this, scheduled, i, &unit, fetch] {
+    const ThreadCpuTimer cpu(&unit_cpu_ns_);
     auto raw = fetch.ok() ? DecodeFetch(*source_->manifest, unit, fetch->get(), source_->pool,
                                         stats_.get())
                           : arrow::Result<std::shared_ptr<arrow::RecordBatch>>(fetch.status());
     if (!raw.ok()) return OnUnitRead(scheduled, i, raw.status());
+    units_decoded_.fetch_add(1, std::memory_order_relaxed);
     auto finished = FinishUnit(*source_, unit, std::move(*raw), stats_.get());
     if (!finished.ok()) return OnUnitRead(scheduled, i, finished.status());
     // The cache keeps the unit as it is before any op that draws: those draw anew each epoch.
@@ -312,6 +316,14 @@ void EpochPipeline::OnBatchAssembled(int64_t batch, arrow::Result<AssembledBatch
     }
   }
   ready_cv_.NotifyAll();
+}
+
+StreamWork EpochPipeline::work() const {
+  StreamWork work;
+  work.units_decoded = units_decoded_.load(std::memory_order_relaxed);
+  work.units_cached = units_cached_.load(std::memory_order_relaxed);
+  work.unit_cpu_seconds = static_cast<double>(unit_cpu_ns_.load(std::memory_order_relaxed)) * 1e-9;
+  return work;
 }
 
 int64_t EpochPipeline::planned_rows_delivered() const {

@@ -1,6 +1,7 @@
 // Copyright Stoker authors. Licensed under the Apache License, Version 2.0.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 
@@ -46,6 +47,7 @@ class EpochPipeline final : public BatchStream {
   bool WaitReady(std::chrono::milliseconds timeout) override EXCLUDES(mutex_);
   int64_t num_batches() const override { return static_cast<int64_t>(batches_.size()); }
   int64_t planned_rows_delivered() const override EXCLUDES(mutex_);
+  StreamWork work() const override;
 
   /// The most batches that were ever assembled or being assembled ahead of the consumer at
   /// once; never more than `prefetch` (a test of that bound reads it), or under the
@@ -146,6 +148,9 @@ class EpochPipeline final : public BatchStream {
   Mutex fetch_mutex_;
   /// Fetches whose completion callback has not run yet (it refers to this object).
   int64_t fetches_in_flight_ GUARDED_BY(fetch_mutex_) = 0;
+  /// What work() reports: units decoded and taken from the cache, and the thread CPU
+  /// nanoseconds of the tasks that made units ready.
+  std::atomic<int64_t> units_decoded_{0}, units_cached_{0}, unit_cpu_ns_{0};
   /// Signalled when fetches_in_flight_ drops.
   CondVar fetches_done_;
 

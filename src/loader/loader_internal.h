@@ -13,18 +13,17 @@
 #include <utility>
 #include <vector>
 
+#include "plan/plan.h"
 #include "stoker/loader.h"
 
 namespace stoker {
 
 class BatchTargets;
-class EpochPlan;
 class Manifest;
 class Stats;
 class TaskPool;
 class TransformSpec;
 class TuneState;
-struct PlanConfig;
 struct UnitSource;
 
 /// stoker::Loader as the engine implements it (Loader::Make returns one).
@@ -80,6 +79,15 @@ class LoaderImpl final : public Loader {
     int64_t span = 1;
     int64_t chunk = 1;
     int64_t first_batch = 0;
+    /// > 0: chunks of whole windows instead (EpochPlan::WindowChunkEnds(chunk_rows)), so that
+    /// the servers sharing a rank's epoch each decode their own windows; `chunk` and
+    /// first_batch are then unused. The stream's batches are then *pieces*: the plan's batches
+    /// cut at the chunk ends (a batch spanning two chunks is two pieces, one from each
+    /// chunk's server, that the client joins), the pieces of chunk c served when
+    /// shard <= c % shards < shard + span, from the piece that starts at rank-local row
+    /// first_row on.
+    int64_t chunk_rows = 0;
+    int64_t first_row = 0;
     /// Where the batches end, as offsets into the rank's rows (PlanConfig::batch_ends;
     /// empty: every batch_size rows), and the buffers they are written into (null: their
     /// own). How a mixture's sources write into the mixed batches.
@@ -91,9 +99,17 @@ class LoaderImpl final : public Loader {
     /// The batches of a plan of `plan_batches` this stream delivers.
     std::vector<int64_t> Batches(int64_t plan_batches) const;
   };
-  /// The plan a stream follows, and the batches of it the stream delivers.
-  arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> PlanStream(
-      const StreamSpec& spec) const;
+  /// What a stream follows: the plan (with StreamSpec::chunk_rows, one whose batches are the
+  /// pieces), the batches of it the stream delivers, the rank's batch count and, with
+  /// chunk_rows, where its chunks end (rank-local offsets: what a client needs to know which
+  /// server serves which rows).
+  struct PlannedStream {
+    EpochPlan plan;
+    std::vector<int64_t> batches;
+    int64_t plan_batches = 0;
+    std::vector<int64_t> chunk_ends;
+  };
+  arrow::Result<PlannedStream> PlanStream(const StreamSpec& spec) const;
   /// Starts a stream (see StreamSpec). Its work runs on `workers` when given (a pool several
   /// streams share: a mixture's sources), else on options().num_threads threads of its own,
   /// as many of them at work as the controller (tune()) finds needed.

@@ -2,6 +2,7 @@
 // A loader's plans and streams: its own epochs (Loader::StartEpoch) and the streams of any
 // rank or share of one that the server, the local-first share and a mixture's sources start
 // (LoaderImpl::StreamSpec).
+#include <algorithm>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -58,9 +59,19 @@ arrow::Status LoaderImpl::StreamSpec::Validate() const {
   if (epoch < 0) return arrow::Status::Invalid("epoch must be >= 0, got ", epoch);
   ARROW_RETURN_NOT_OK(ValidateRank(rank, world_size));
   if (shards < 1 || shard < 0 || span < 1 || shard + span > shards || chunk < 1 ||
-      first_batch < 0) {
+      first_batch < 0 || chunk_rows < 0 || first_row < 0) {
     return arrow::Status::Invalid("invalid stream shard ", shard, " (span ", span, ") of ", shards,
-                                  " (chunk ", chunk, ", first batch ", first_batch, ")");
+                                  " (chunk ", chunk, ", first batch ", first_batch, ", chunk rows ",
+                                  chunk_rows, ", first row ", first_row, ")");
+  }
+  if (chunk_rows > 0 && (first_batch > 0 || !batch_ends.empty())) {
+    return arrow::Status::Invalid(
+        "a stream shared in chunks of windows (chunk rows ", chunk_rows,
+        ") starts at a row (first_row), not a batch, and takes no batch ends");
+  }
+  if (chunk_rows == 0 && first_row > 0) {
+    return arrow::Status::Invalid("first_row (", first_row,
+                                  ") is for streams shared in chunks of windows (chunk_rows > 0)");
   }
   return arrow::Status::OK();
 }
@@ -74,8 +85,7 @@ std::vector<int64_t> LoaderImpl::StreamSpec::Batches(int64_t plan_batches) const
   return batches;
 }
 
-arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> LoaderImpl::PlanStream(
-    const StreamSpec& spec) const {
+arrow::Result<LoaderImpl::PlannedStream> LoaderImpl::PlanStream(const StreamSpec& spec) const {
   ARROW_RETURN_NOT_OK(spec.Validate());
   PlanConfig config = MakePlanConfig(spec.epoch);
   config.resumed = spec.resumed;
@@ -83,8 +93,40 @@ arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> LoaderImpl::PlanStream
   config.world_size = spec.world_size;
   config.batch_ends = spec.batch_ends;
   ARROW_ASSIGN_OR_RAISE(auto plan, EpochPlan::Make(unit_rows_, config));
-  std::vector<int64_t> batches = spec.Batches(plan.num_batches());
-  return std::make_pair(std::move(plan), std::move(batches));
+  const int64_t plan_batches = plan.num_batches();
+  if (spec.chunk_rows == 0) {
+    std::vector<int64_t> batches = spec.Batches(plan_batches);
+    return PlannedStream{std::move(plan), std::move(batches), plan_batches, {}};
+  }
+  // Chunks of whole windows: the batches cut at the chunk ends into pieces, each piece in one
+  // chunk. Rows past the last batch (drop_last) end the plan as a piece no stream delivers.
+  std::vector<int64_t> chunk_ends = plan.WindowChunkEnds(spec.chunk_rows);
+  const int64_t delivered = plan_batches > 0 ? plan.BatchRange(plan_batches - 1).second : 0;
+  std::vector<int64_t> piece_ends;
+  auto chunk_end = chunk_ends.begin();
+  for (int64_t b = 0; b < plan_batches; ++b) {
+    const int64_t batch_end = plan.BatchRange(b).second;
+    for (; chunk_end != chunk_ends.end() && *chunk_end <= batch_end; ++chunk_end) {
+      if (*chunk_end < batch_end) piece_ends.push_back(*chunk_end);
+    }
+    piece_ends.push_back(batch_end);
+  }
+  if (delivered < plan.rank_rows()) piece_ends.push_back(plan.rank_rows());
+  std::vector<int64_t> pieces;
+  int64_t start = 0;
+  for (size_t p = 0; p < piece_ends.size() && piece_ends[p] <= delivered; ++p) {
+    const auto chunk = static_cast<int64_t>(
+        std::upper_bound(chunk_ends.begin(), chunk_ends.end(), start) - chunk_ends.begin());
+    const int64_t slot = chunk % spec.shards;
+    if (slot >= spec.shard && slot < spec.shard + spec.span && start >= spec.first_row) {
+      pieces.push_back(static_cast<int64_t>(p));
+    }
+    start = piece_ends[p];
+  }
+  config.batch_ends = std::move(piece_ends);
+  ARROW_ASSIGN_OR_RAISE(auto piece_plan, EpochPlan::Make(unit_rows_, config));
+  return PlannedStream{std::move(piece_plan), std::move(pieces), plan_batches,
+                       std::move(chunk_ends)};
 }
 
 arrow::Result<std::unique_ptr<BatchStream>> LoaderImpl::StartStream(
@@ -98,8 +140,8 @@ arrow::Result<std::unique_ptr<BatchStream>> LoaderImpl::StartStream(
                                                           : options_.ResolvedThreads());
     tune = tune_;
   }
-  return std::make_unique<EpochPipeline>(source_, std::move(planned.first),
-                                         std::move(planned.second), options_, stats_,
+  return std::make_unique<EpochPipeline>(source_, std::move(planned.plan),
+                                         std::move(planned.batches), options_, stats_,
                                          std::move(workers), spec.targets, std::move(tune));
 }
 

@@ -43,6 +43,11 @@ MixtureStreams::MixtureStreams(std::shared_ptr<const MixtureConfig> config, Mixt
 arrow::Result<std::pair<EpochPlan, std::vector<int64_t>>> MixtureStreams::PlanStream(
     const LoaderImpl::StreamSpec& spec) const {
   ARROW_RETURN_NOT_OK(spec.Validate());
+  if (spec.chunk_rows > 0) {
+    return arrow::Status::Invalid(
+        "a mixture's streams are shared in chunks of batches, not of windows (chunk_rows ",
+        spec.chunk_rows, "): its sources' windows are not the mixture's");
+  }
   // The positions as one unit, in order: the plan's sharing rule without a shuffle of its own
   // (the mixture's plan and the sources' engines shuffle).
   PlanConfig plan_config;

@@ -37,6 +37,7 @@ class PaddedStream final : public BatchStream {
   /// batch_size per batch delivered: the planned rows of a padded plan (EpochPlan::rank_rows()),
   /// as a Loader's padded epoch counts them.
   int64_t planned_rows_delivered() const override { return delivered_ * batch_size_; }
+  StreamWork work() const override { return inner_ != nullptr ? inner_->work() : StreamWork{}; }
 
  private:
   PaddedStream(std::unique_ptr<BatchStream> inner, std::vector<int64_t> real_rows,

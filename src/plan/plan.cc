@@ -213,9 +213,6 @@ std::vector<Segment> RankSegments(int64_t total_rows, const std::vector<ResumeRo
 arrow::Status EpochPlan::CheckBatchEnds() {
   const std::vector<int64_t>& ends = config_.batch_ends;
   if (ends.empty()) return arrow::Status::OK();
-  if (config_.pad_to_equal_steps) {
-    return arrow::Status::Invalid("batch_ends cannot be given with pad_to_equal_steps");
-  }
   int64_t last = 0;
   for (const int64_t end : ends) {
     if (end <= last) {
@@ -263,6 +260,34 @@ int64_t EpochPlan::WindowOf(int64_t pos) const {
   auto it = std::upper_bound(windows_.begin(), windows_.end(), pos,
                              [](int64_t p, const Window& w) { return p < w.first_row; });
   return static_cast<int64_t>(it - windows_.begin()) - 1;
+}
+
+std::vector<int64_t> EpochPlan::WindowChunkEnds(int64_t min_rows) const {
+  std::vector<int64_t> ends;
+  int64_t run_window = -1;  // the window of the run being walked
+  int64_t chunk_rows = 0;   // rows of the open chunk before that run
+  int64_t offset = 0;       // rank-local offset of the run's start
+  // A run of `rows` rows of `window` at the current offset.
+  auto add_run = [&](int64_t window, int64_t rows) {
+    if (window != run_window && run_window >= 0 && chunk_rows >= min_rows) {
+      ends.push_back(offset);
+      chunk_rows = 0;
+    }
+    run_window = window;
+    chunk_rows += rows;
+    offset += rows;
+  };
+  for (const Segment& segment : segments_) {
+    for (int64_t pos = segment.begin; pos < segment.end;) {
+      const int64_t w = WindowOf(pos);
+      const int64_t end = std::min(segment.end, windows_[w].first_row + windows_[w].num_rows);
+      add_run(w, end - pos);
+      pos = end;
+    }
+  }
+  if (rank_rows_ > real_rows_) add_run(WindowOf(pad_position_), rank_rows_ - real_rows_);
+  if (offset > 0) ends.push_back(offset);
+  return ends;
 }
 
 Permutation EpochPlan::WindowRows(int64_t window) const {

@@ -41,9 +41,9 @@ struct PlanConfig {
   /// consumed are removed from S; what remains, in order, is split among world_size ranks.
   std::vector<ResumeRound> resumed;
   /// Where this rank's batches end, as rank-local offsets: increasing, the last one the
-  /// rank's rows. Empty: batches of batch_size (and drop_last). How a mixture cuts a source's
-  /// epoch at the mixed batches' boundaries (mixture/mixture_layout.h). Not with
-  /// pad_to_equal_steps.
+  /// rank's rows, padding included. Empty: batches of batch_size (and drop_last). How a
+  /// mixture cuts a source's epoch at the mixed batches' boundaries (mixture/mixture_layout.h),
+  /// and a share of whole windows cuts a rank's batches into pieces (LoaderImpl::StreamSpec).
   std::vector<int64_t> batch_ends;
 };
 
@@ -124,6 +124,14 @@ class EpochPlan {
   /// Where the rank-local offsets [begin, end) come from, in order: one pass that walks the
   /// segments and builds each window's permutation once (what a batch needs).
   void LocateRange(int64_t begin, int64_t end, std::vector<RowSource>* out) const;
+  /// This rank's rows cut into chunks of whole windows, as the rank-local offsets where each
+  /// chunk ends (increasing; the last is rank_rows(); empty when the rank has no rows). A
+  /// chunk is consecutive runs of rows of one window each (padding is a run of the padding
+  /// position's window), closed at the first run boundary once it holds at least `min_rows`
+  /// rows (>= 1). No window's rows are in two chunks, since a rank's positions increase and so
+  /// each window is one run: sources that take whole chunks decode different windows. How
+  /// several servers share a rank's epoch (LoaderImpl::StreamSpec::chunk_rows).
+  std::vector<int64_t> WindowChunkEnds(int64_t min_rows) const;
   /// Bytes the plan holds (its tables; 12 per unit plus 40 per window and a few per
   /// segment), for the memory curve in docs/large-datasets.md.
   int64_t HeldBytes() const;

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "stoker/fields.h"
 #include "stoker/loader.h"
 
 namespace stoker {
@@ -56,12 +57,6 @@ T ValueOrThrow(arrow::Result<T> result) {
   if (!result.ok()) throw StatusError(result.status());
   return std::move(result).ValueUnsafe();
 }
-
-/// A struct that lists its fields (stoker/fields.h: a `FieldsOf` overload beside it).
-template <typename T>
-concept HasFields = requires(const T& value) {
-  FieldsOf(value);
-};
 
 template <typename T>
 struct IsVector : std::false_type {};

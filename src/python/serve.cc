@@ -46,7 +46,8 @@ class PyServer {
 
 nb::bytes EncodeTicketBytes(const std::string& config, int64_t epoch, int rank, int world_size,
                             const std::vector<std::pair<int, int64_t>>& rounds, int64_t shards,
-                            int64_t shard, int64_t span, int64_t chunk, int64_t first) {
+                            int64_t shard, int64_t span, int64_t chunk, int64_t first,
+                            int64_t chunk_rows, int64_t first_row) {
   Ticket ticket;
   ticket.config = config;
   LoaderImpl::StreamSpec& s = ticket.stream;
@@ -59,6 +60,8 @@ nb::bytes EncodeTicketBytes(const std::string& config, int64_t epoch, int rank, 
   s.span = span;
   s.chunk = chunk;
   s.first_batch = first;
+  s.chunk_rows = chunk_rows;
+  s.first_row = first_row;
   const std::string text = EncodeTicket(ticket);
   return nb::bytes(text.data(), text.size());
 }
@@ -81,6 +84,8 @@ nb::dict DecodeTicketBytes(nb::bytes text) {
   out["span"] = s.span;
   out["chunk"] = s.chunk;
   out["first"] = s.first_batch;
+  out["chunk_rows"] = s.chunk_rows;
+  out["first_row"] = s.first_row;
   return out;
 }
 
@@ -112,7 +117,8 @@ void BindServe(nb::module_& m) {
         nb::arg("rank"), nb::arg("world_size"), nb::arg("rounds"),
         nb::arg("shards") = defaults.shards, nb::arg("shard") = defaults.shard,
         nb::arg("span") = defaults.span, nb::arg("chunk") = defaults.chunk,
-        nb::arg("first") = defaults.first_batch,
+        nb::arg("first") = defaults.first_batch, nb::arg("chunk_rows") = defaults.chunk_rows,
+        nb::arg("first_row") = defaults.first_row,
         "The ticket naming a stream (the format docs/serve.md documents).");
   m.def("decode_ticket", &DecodeTicketBytes, nb::arg("ticket"),
         "A ticket's fields as a dict; ValueError naming what is wrong with a bad one.");

@@ -15,9 +15,11 @@
 #include "manifest/manifest.h"
 #include "plan/plan.h"
 #include "serve/selection.h"
+#include "serve/stream_ledger.h"
 #include "serve/stream_source.h"
 #include "serve/ticket.h"
 #include "transform/transform_spec.h"
+#include "util/fields_json.h"
 #include "util/json.h"
 #include "util/thread_annotations.h"
 
@@ -58,11 +60,13 @@ class StreamReader final : public arrow::RecordBatchReader {
   using Clock = std::chrono::steady_clock;
 
   StreamReader(std::unique_ptr<BatchStream> stream, std::shared_ptr<arrow::Schema> schema,
-               std::shared_ptr<std::atomic<int>> active, std::shared_ptr<ServeCounters> counters)
+               std::shared_ptr<std::atomic<int>> active, std::shared_ptr<ServeCounters> counters,
+               std::shared_ptr<StreamLedger::Entry> entry)
       : stream_(std::move(stream)),
         schema_(std::move(schema)),
         active_(std::move(active)),
-        counters_(std::move(counters)) {}
+        counters_(std::move(counters)),
+        entry_(std::move(entry)) {}
   ~StreamReader() override {
     std::unique_ptr<BatchStream> stream;
     {
@@ -71,6 +75,7 @@ class StreamReader final : public arrow::RecordBatchReader {
       if (!released_) active_->fetch_sub(1);
       released_ = true;
     }
+    entry_->Close();
   }
 
   std::shared_ptr<arrow::Schema> schema() const override { return schema_; }
@@ -108,6 +113,7 @@ class StreamReader final : public arrow::RecordBatchReader {
         for (const auto& buffer : column->data()->buffers) bytes += buffer ? buffer->size() : 0;
       }
       counters_->bytes_sent.fetch_add(bytes, std::memory_order_relaxed);
+      entry_->Sent((*batch)->num_rows());
     }
     return arrow::Status::OK();
   }
@@ -119,6 +125,7 @@ class StreamReader final : public arrow::RecordBatchReader {
     MutexLock lock(mutex_);
     if (released_) return true;
     if (in_call_ || last_call_end_ > deadline) return false;
+    entry_->Close();
     stream = std::move(stream_);
     released_ = true;
     idle_timeout_s_ = timeout_s;
@@ -137,6 +144,7 @@ class StreamReader final : public arrow::RecordBatchReader {
   std::shared_ptr<arrow::Schema> schema_;
   std::shared_ptr<std::atomic<int>> active_;
   std::shared_ptr<ServeCounters> counters_;
+  const std::shared_ptr<StreamLedger::Entry> entry_;
 };
 
 class StreamRegistry {
@@ -234,6 +242,7 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
     s.batches_sent = c.batches_sent.load(std::memory_order_relaxed);
     s.rows_sent = c.rows_sent.load(std::memory_order_relaxed);
     s.bytes_sent = c.bytes_sent.load(std::memory_order_relaxed);
+    ledger_.Fill(&s);
     return s;
   }
 
@@ -266,11 +275,17 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
       const std::string ticket = action.body ? action.body->ToString() : "";
       ARROW_ASSIGN_OR_RAISE(auto spec, CheckedTicket(ticket));
       ARROW_ASSIGN_OR_RAISE(auto planned, source_->PlanStream(spec));
-      body = "{\"plan_batches\":" + std::to_string(planned.first) +
-             ",\"stream_batches\":" + std::to_string(planned.second) + "}";
+      body = "{\"plan_batches\":" + std::to_string(planned.plan_batches) +
+             ",\"stream_batches\":" + std::to_string(planned.stream_batches);
+      if (spec.chunk_rows > 0) {
+        body += ",\"chunk_ends\":" + ToJson(planned.chunk_ends);
+      }
+      body += "}";
+    } else if (action.type == "stats") {
+      body = ToJson(stats());
     } else {
       return arrow::Status::NotImplemented("unknown action '", action.type,
-                                           "'; this server answers 'config' and 'plan'");
+                                           "'; this server answers 'config', 'plan' and 'stats'");
     }
     std::vector<flight::Result> results(1);
     results[0].body = arrow::Buffer::FromString(std::move(body));
@@ -282,7 +297,8 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
                             std::vector<flight::ActionType>* actions) override {
     ARROW_RETURN_NOT_OK(Authenticate(context));
     *actions = {{"config", "this server's configuration (JSON)"},
-                {"plan", "batch counts of the stream a ticket names (JSON)"}};
+                {"plan", "batch counts of the stream a ticket names (JSON)"},
+                {"stats", "the server's counters and its streams' work (JSON)"}};
     return arrow::Status::OK();
   }
 
@@ -304,8 +320,9 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
       return started.status();
     }
     counters_->streams_started.fetch_add(1, std::memory_order_relaxed);
-    auto reader =
-        std::make_shared<StreamReader>(std::move(*started), source_->schema(), active_, counters_);
+    auto entry = ledger_.Open(spec, started->get());
+    auto reader = std::make_shared<StreamReader>(std::move(*started), source_->schema(), active_,
+                                                 counters_, std::move(entry));
     streams_.Add(reader);
     *stream = std::make_unique<flight::RecordBatchStream>(reader);
     return arrow::Status::OK();
@@ -375,6 +392,7 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
   flight::Location location_;
   std::shared_ptr<std::atomic<int>> active_ = std::make_shared<std::atomic<int>>(0);
   std::shared_ptr<ServeCounters> counters_ = std::make_shared<ServeCounters>();
+  StreamLedger ledger_;
   StreamRegistry streams_{options_.stream_idle_timeout_s};
 };
 

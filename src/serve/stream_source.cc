@@ -19,12 +19,15 @@ class LoaderSource final : public StreamSource {
   int64_t num_rows() const override { return loader_->num_rows(); }
   const std::string& config_digest() const override { return digest_; }
   std::string config_json(int64_t chunk_batches) const override {
-    return StreamConfigJson(*loader_, chunk_batches);
+    // Its streams can be shared in whole windows (StreamSpec::chunk_rows): what a client asks
+    // for when the server says so.
+    std::string json = StreamConfigJson(*loader_, chunk_batches);
+    return json.substr(0, json.rfind('}')) + ",\"window_shares\":true}";
   }
-  arrow::Result<std::pair<int64_t, int64_t>> PlanStream(
-      const LoaderImpl::StreamSpec& spec) const override {
+  arrow::Result<StreamPlan> PlanStream(const LoaderImpl::StreamSpec& spec) const override {
     ARROW_ASSIGN_OR_RAISE(auto planned, Internal(*loader_).PlanStream(spec));
-    return std::make_pair(planned.first.num_batches(), static_cast<int64_t>(planned.second.size()));
+    return StreamPlan{planned.plan_batches, static_cast<int64_t>(planned.batches.size()),
+                      std::move(planned.chunk_ends)};
   }
   arrow::Result<std::unique_ptr<BatchStream>> StartStream(
       const LoaderImpl::StreamSpec& spec) const override {
@@ -53,10 +56,9 @@ class MixtureSource final : public StreamSource {
     return json + ",\"config\":\"" + digest_ + "\",\"chunk\":" + std::to_string(chunk_batches) +
            "}";
   }
-  arrow::Result<std::pair<int64_t, int64_t>> PlanStream(
-      const LoaderImpl::StreamSpec& spec) const override {
+  arrow::Result<StreamPlan> PlanStream(const LoaderImpl::StreamSpec& spec) const override {
     ARROW_ASSIGN_OR_RAISE(auto planned, streams_->PlanStream(spec));
-    return std::make_pair(planned.first.num_batches(), static_cast<int64_t>(planned.second.size()));
+    return StreamPlan{planned.first.num_batches(), static_cast<int64_t>(planned.second.size()), {}};
   }
   arrow::Result<std::unique_ptr<BatchStream>> StartStream(
       const LoaderImpl::StreamSpec& spec) const override {

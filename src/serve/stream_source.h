@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "loader/loader_internal.h"
 #include "mixture/mixture_streams.h"
@@ -29,9 +30,15 @@ class StreamSource {
   virtual const std::string& config_digest() const = 0;
   /// The configuration JSON the server advertises, "chunk" set to `chunk_batches`.
   virtual std::string config_json(int64_t chunk_batches) const = 0;
-  /// The batches of the stream's whole plan for its rank, and those the stream delivers.
-  virtual arrow::Result<std::pair<int64_t, int64_t>> PlanStream(
-      const LoaderImpl::StreamSpec& spec) const = 0;
+  /// What the `plan` action answers for a stream: the batches of its rank's whole plan,
+  /// those the stream delivers (pieces, for a share of whole windows) and, for such a share,
+  /// where the rank's chunks end.
+  struct StreamPlan {
+    int64_t plan_batches = 0;
+    int64_t stream_batches = 0;
+    std::vector<int64_t> chunk_ends;
+  };
+  virtual arrow::Result<StreamPlan> PlanStream(const LoaderImpl::StreamSpec& spec) const = 0;
   virtual arrow::Result<std::unique_ptr<BatchStream>> StartStream(
       const LoaderImpl::StreamSpec& spec) const = 0;
 };

@@ -76,6 +76,12 @@ std::string EncodeTicket(const Ticket& ticket) {
   if (s.span != 1) field("span", std::to_string(s.span));
   field("chunk", std::to_string(s.chunk));
   field("first", std::to_string(s.first_batch));
+  // Written only for a share of whole windows, so that other tickets read as they always have
+  // (and a server from before shares of windows refuses these by name: an unknown field).
+  if (s.chunk_rows != 0) {
+    field("chunk_rows", std::to_string(s.chunk_rows));
+    field("first_row", std::to_string(s.first_row));
+  }
   return out;
 }
 
@@ -91,8 +97,10 @@ arrow::Result<Ticket> DecodeTicket(std::string_view text) {
   LoaderImpl::StreamSpec& s = ticket.stream;
   // Each integer field and where it goes; a field left out keeps StreamSpec's default.
   const std::map<std::string_view, int64_t*> wide = {
-      {"epoch", &s.epoch}, {"shards", &s.shards}, {"shard", &s.shard},
-      {"span", &s.span},   {"chunk", &s.chunk},   {"first", &s.first_batch}};
+      {"epoch", &s.epoch},           {"shards", &s.shards},
+      {"shard", &s.shard},           {"span", &s.span},
+      {"chunk", &s.chunk},           {"first", &s.first_batch},
+      {"chunk_rows", &s.chunk_rows}, {"first_row", &s.first_row}};
   const std::map<std::string_view, int*> narrow = {{"rank", &s.rank}, {"world", &s.world_size}};
   for (size_t i = 1; i < parts.size(); ++i) {
     const auto eq = parts[i].find('=');

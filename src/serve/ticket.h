@@ -20,7 +20,8 @@ struct Ticket {
 
 /// The ticket as UTF-8 text, every field written:
 /// "stoker1;config=<hex>;epoch=E;rank=R;world=W;rounds=W1:C1,W2:C2;shards=K;shard=k;chunk=C;
-/// first=B" (rounds empty for a fresh epoch).
+/// first=B" (rounds empty for a fresh epoch), then ";chunk_rows=M;first_row=R" for a share of
+/// whole windows (StreamSpec::chunk_rows > 0).
 std::string EncodeTicket(const Ticket& ticket);
 
 /// Tickets longer than this are refused before they are parsed (a real one is under 200 bytes

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <ctime>
 #include <memory>
 #include <string>
 
@@ -108,6 +109,25 @@ class Stats {
   std::array<Delivery, kRecentDeliveries> recent_ GUARDED_BY(digest_mutex_){};
   size_t recent_next_ GUARDED_BY(digest_mutex_) = 0;
   size_t recent_size_ GUARDED_BY(digest_mutex_) = 0;
+};
+
+/// The calling thread's CPU time (CLOCK_THREAD_CPUTIME_ID) from construction to destruction,
+/// added to `*ns`: what a stream's own work costs, whatever else shares the cores.
+class ThreadCpuTimer {
+ public:
+  explicit ThreadCpuTimer(std::atomic<int64_t>* ns) : ns_(ns), start_(Now()) {}
+  ~ThreadCpuTimer() { ns_->fetch_add(Now() - start_, std::memory_order_relaxed); }
+  ThreadCpuTimer(const ThreadCpuTimer&) = delete;
+  ThreadCpuTimer& operator=(const ThreadCpuTimer&) = delete;
+
+ private:
+  static int64_t Now() {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+  }
+  std::atomic<int64_t>* ns_;
+  int64_t start_;
 };
 
 }  // namespace stoker

@@ -50,9 +50,9 @@ int TicketInput(const uint8_t* data, size_t size) {
   constexpr int64_t kMaxBatches = 64;
   const EpochRead read =
       ReadStream(stream->get(), *loader.schema(), loader.options().batch_size, kMaxBatches);
-  if (read.finished && read.batches != static_cast<int64_t>(planned->second.size())) {
+  if (read.finished && read.batches != static_cast<int64_t>(planned->batches.size())) {
     Violation("stream '" + encoded + "' delivered " + std::to_string(read.batches) +
-              " batches; its plan has " + std::to_string(planned->second.size()));
+              " batches; its plan has " + std::to_string(planned->batches.size()));
   }
   return 0;
 }

@@ -122,7 +122,7 @@ def test_descriptors_and_actions_cannot_reach_other_files(criteo: Path, servers,
     for action in ("../../etc/passwd", "read", "config;rm -rf /", "plan\x00"):
         with pytest.raises(REFUSED):
             list(client.do_action(flight.Action(action, str(other).encode())))
-    assert {a.type for a in client.list_actions()} == {"config", "plan"}
+    assert {a.type for a in client.list_actions()} == {"config", "plan", "stats"}
     assert_serves_correctly(server, criteo)
 
 

@@ -1,9 +1,11 @@
 """The Flight client of `stoker serve` servers: the servers of one configuration (each one's
-share of a stream, dealt round robin in chunks of batches), the ticket naming a stream, the
-errors worth retrying and how long a failed read is retried (docs/serve.md)."""
+share of a stream: chunks of whole shuffle windows dealt round robin, or of batches where a
+server offers no other), the ticket naming a stream, the errors worth retrying and how long a
+failed read is retried (docs/serve.md)."""
 
 from __future__ import annotations
 
+import bisect
 import importlib.metadata
 import json
 import time
@@ -23,6 +25,8 @@ if TYPE_CHECKING:
         shard: int
         chunk: int
         first: int
+        chunk_rows: int
+        first_row: int
 
     class Connection(TypedDict):
         """How RemoteLoader reaches its servers (Servers' keywords)."""
@@ -36,8 +40,56 @@ RETRYABLE = (flight.FlightUnavailableError, flight.FlightTimedOutError,
               flight.FlightInternalError, ConnectionError)
 
 # The ticket naming a stream (the format docs/serve.md documents), as the servers read it:
-# ticket(config, *, epoch, rank, world_size, rounds, shards=1, shard=0, chunk=1, first=0).
+# ticket(config, *, epoch, rank, world_size, rounds, shards=1, shard=0, chunk=1, first=0,
+#        chunk_rows=0, first_row=0).
 ticket = _core.encode_ticket
+
+
+class BatchChunks:
+    """A stream shared in chunks of `chunk` batches dealt round robin: what a mixture's servers
+    (and servers from before shares of windows) serve. Every server decodes every window its
+    chunks touch. A piece is a whole batch, named by the batch."""
+
+    def __init__(self, chunk: int) -> None:
+        self.chunk = chunk
+
+    def pieces(self, b: int) -> list[int]:
+        return [b]
+
+    def owner(self, piece: int, servers: int) -> int:
+        return (piece // self.chunk) % servers
+
+    def share(self, k: int, servers: int, piece: int) -> TicketShare:
+        return {"shards": servers, "shard": k, "chunk": self.chunk, "first": piece}
+
+
+class WindowChunks:
+    """A stream shared in chunks of whole shuffle windows (at least `chunk_rows` rows each,
+    ending at `ends`, rank-local offsets the server's plan gives) dealt round robin, so each
+    window is decoded by one server. A batch that spans two chunks comes as two pieces, one
+    from each chunk's server, that the client joins; a piece is named by its first row."""
+
+    def __init__(self, chunk_rows: int, ends: list[int], batch_size: int) -> None:
+        self.chunk_rows, self.ends, self.batch_size = chunk_rows, ends, batch_size
+
+    def pieces(self, b: int) -> list[int]:
+        first = b * self.batch_size
+        last = min(first + self.batch_size, self.ends[-1])
+        starts = [first]
+        i = bisect.bisect_right(self.ends, first)
+        while i < len(self.ends) and self.ends[i] < last:
+            starts.append(self.ends[i])
+            i += 1
+        return starts
+
+    def owner(self, piece: int, servers: int) -> int:
+        return bisect.bisect_right(self.ends, piece) % servers
+
+    def share(self, k: int, servers: int, piece: int) -> TicketShare:
+        return {"shards": servers, "shard": k, "chunk_rows": self.chunk_rows, "first_row": piece}
+
+
+Share = BatchChunks | WindowChunks
 
 
 class Server:
@@ -88,14 +140,22 @@ class Servers:
     def plan_batches(self, stream: dict[str, Any]) -> int:
         return int(self.servers[0].action("plan", self.ticket(stream))["plan_batches"])
 
-    def server_of(self, batch: int) -> int:
-        """Which server serves batch `batch` of a stream (chunks are dealt round robin)."""
-        return (batch // self.chunk) % len(self.servers)
+    def share(self, stream: dict[str, Any]) -> tuple[int, Share]:
+        """The batches of `stream` and how the servers share it: chunks of whole windows of
+        at least `chunk` batches' rows where the servers offer it (each window decoded by one
+        server), else chunks of `chunk` batches."""
+        if not self.config.get("window_shares"):
+            return self.plan_batches(stream), BatchChunks(self.chunk)
+        chunk_rows = self.chunk * int(self.config["batch_size"])
+        plan = self.servers[0].action("plan", self.ticket(stream, chunk_rows=chunk_rows))
+        return int(plan["plan_batches"]), WindowChunks(
+            chunk_rows, [int(end) for end in plan["chunk_ends"]], int(self.config["batch_size"]))
 
-    def open(self, k: int, stream: dict[str, Any], first: int) -> flight.FlightStreamReader:
-        """Server k's share of `stream`, from batch `first` on."""
-        return self.servers[k].read(self.ticket(stream, shards=len(self.servers), shard=k,
-                                                chunk=self.chunk, first=first))
+    def open(self, k: int, stream: dict[str, Any], share: Share,
+             piece: int) -> flight.FlightStreamReader:
+        """Server k's share of `stream`, from piece `piece` on."""
+        return self.servers[k].read(self.ticket(stream, **share.share(k, len(self.servers),
+                                                                      piece)))
 
 
 class Backoff:

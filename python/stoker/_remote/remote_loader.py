@@ -1,8 +1,9 @@
 """RemoteLoader: the Loader API over batches streamed by `stoker serve` (Arrow Flight).
 
-Several servers split each epoch's plan in chunks of batches dealt round robin; the client
-reads their streams side by side and yields the batches in plan order, so the output is
-bit-identical to a local Loader with the same options. A server that fails mid-stream is
+Several servers split each epoch's plan in chunks of whole shuffle windows dealt round robin
+(each window decoded by one server; a batch spanning two chunks comes in two pieces, joined
+here); the client reads their streams side by side and yields the batches in plan order, so
+the output is bit-identical to a local Loader with the same options. A server that fails mid-stream is
 reconnected to, and its stream resumed at the next batch the client needs. The servers are
 fixed locations or a stoker.ray.Fleet, whose addresses are resolved at each epoch's start and
 again after a failure: a server Ray restarted elsewhere, or a fleet resized, is followed (the
@@ -49,7 +50,8 @@ class _RemoteEpoch(_cursor.EpochIterator):
                  trace: Any | None = None,
                  on_close: Callable[[], None] | None = None) -> None:
         servers = reconnect()
-        super().__init__(progress, servers.plan_batches(stream))
+        plan_batches, self._share = servers.share(stream)
+        super().__init__(progress, plan_batches)
         # Batch b's planned rows (padding included): what it counts as consumed, whatever a
         # server's on_error="skip" left out of it, so that a resume continues exactly where
         # the plan says (the local loader counts the same way).
@@ -60,14 +62,24 @@ class _RemoteEpoch(_cursor.EpochIterator):
         self._next = 0
         self._readers: dict[int, flight.FlightStreamReader] = {}
 
+    def _server_of(self, piece: int) -> int:
+        return self._share.owner(piece, len(self._servers.servers))
+
     def _read(self, b: int) -> pa.RecordBatch:
+        parts = [self._read_piece(b, piece) for piece in self._share.pieces(b)]
+        if len(parts) == 1:
+            return parts[0]
+        self._stats["joined_batches"] += 1
+        return pa.concat_batches(parts)
+
+    def _read_piece(self, b: int, piece: int) -> pa.RecordBatch:
         backoff = _client.Backoff(self._servers, self._stats)
         while True:
-            k = self._servers.server_of(b)
+            k = self._server_of(piece)
             location = self._servers.servers[k].location
             try:
                 if k not in self._readers:
-                    self._readers[k] = self._servers.open(k, self._stream, b)
+                    self._readers[k] = self._servers.open(k, self._stream, self._share, piece)
                 return self._readers[k].read_chunk().data
             except _client.RETRYABLE as error:
                 self._readers.pop(k, None)
@@ -104,7 +116,7 @@ class _RemoteEpoch(_cursor.EpochIterator):
         received = trace.now()
         converted = self._convert(batch)
         done = trace.now()
-        trace.record("receive", asked, received, b, self._servers.server_of(b))
+        trace.record("receive", asked, received, b, self._server_of(self._share.pieces(b)[0]))
         trace.record("convert", received, done, b)
         trace.record("wait", asked, done, b)
         return planned, converted
@@ -211,7 +223,7 @@ class RemoteLoader(_cursor.EpochLoader):
         if output == "jax":
             _frameworks.check_schema(output, self.schema)
         self._stats = {"rows": 0, "batches": 0, "bytes_received": 0, "wait_seconds": 0.0,
-                       "reconnects": 0}
+                       "reconnects": 0, "joined_batches": 0}
         if self._local_core is not None:
             self._stats.update({"local_batches": 0, "remote_batches": 0, "relayouts": 0})
             self._local_first = _local_first.LocalFirst(
@@ -373,7 +385,8 @@ class RemoteLoader(_cursor.EpochLoader):
         return self._connect().plan_batches(self._stream(0, []))
 
     def stats(self) -> dict[str, Any]:
-        """rows, batches, bytes_received, wait_seconds (the data stall) and reconnects;
+        """rows, batches, bytes_received, wait_seconds (the data stall), reconnects and
+        joined_batches (batches that came in pieces from two servers, joined here);
         reading local first, also local_batches, remote_batches, relayouts, ``split`` (the
         controller's setting and its recent decisions) and ``local`` (the local engine's
         stats())."""

@@ -65,6 +65,35 @@ TEST(PlanTest, WindowsAreCutAtUnitBoundariesOnceFull) {
   EXPECT_EQ(rows, 900);
 }
 
+// Chunks of whole windows (how servers share a rank's epoch): they cover the rank's rows in
+// order, no window's rows fall in two chunks, and each chunk but the last holds min_rows.
+TEST(PlanTest, WindowChunksCoverTheRankAndNeverSplitAWindow) {
+  for (const int world_size : {1, 3}) {
+    for (const int64_t min_rows : {1, 300, 2000}) {
+      PlanConfig config = Config(64, world_size, world_size - 1);
+      if (world_size > 1) config.resumed = {{2, 40}};
+      const auto plan = EpochPlan::Make(kUnits, config).ValueOrDie();
+      const std::vector<int64_t> ends = plan.WindowChunkEnds(min_rows);
+      ASSERT_FALSE(ends.empty());
+      EXPECT_EQ(ends.back(), plan.rank_rows());
+      std::set<int64_t> seen;  // windows of the chunks before this one
+      int64_t start = 0;
+      for (const int64_t end : ends) {
+        ASSERT_GT(end, start);
+        if (end != ends.back()) EXPECT_GE(end - start, min_rows);
+        std::set<int64_t> windows;
+        for (int64_t offset = start; offset < end; ++offset) {
+          windows.insert(plan.WindowOf(plan.Position(offset)));
+        }
+        for (const int64_t w : windows) EXPECT_FALSE(seen.count(w)) << "window " << w;
+        seen.insert(windows.begin(), windows.end());
+        start = end;
+      }
+      if (min_rows == 1) EXPECT_EQ(ends.size(), plan.window_schedule().size());
+    }
+  }
+}
+
 TEST(PlanTest, SameInputsSamePlanOtherEpochOrSeedOtherPlan) {
   auto config = Config(64);
   const auto a = Sequence(EpochPlan::Make(kUnits, config).ValueOrDie());
