@@ -637,7 +637,7 @@ class Server:
 
 DEFAULT_CHUNK_BATCHES: int = 16
 
-def encode_ticket(config: str, *, epoch: int, rank: int, world_size: int, rounds: Sequence[tuple[int, int]], shards: int = 1, shard: int = 0, span: int = 1, chunk: int = 1, first: int = 0) -> bytes:
+def encode_ticket(config: str, *, epoch: int, rank: int, world_size: int, rounds: Sequence[tuple[int, int]], shards: int = 1, shard: int = 0, span: int = 1, chunk: int = 1, first: int = 0, chunk_rows: int = 0, first_row: int = 0) -> bytes:
     """The ticket naming a stream (the format docs/serve.md documents)."""
 
 def decode_ticket(ticket: bytes) -> dict:
