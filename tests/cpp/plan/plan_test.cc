@@ -214,12 +214,19 @@ TEST(PlanTest, RejectsBatchEndsThatDoNotCutTheRanksRows) {
     ASSERT_FALSE(plan.ok()) << "ends ending at " << ends.back();
     EXPECT_TRUE(plan.status().IsInvalid()) << plan.status().ToString();
   }
-  // Not with padding to equal steps, even where the ends fit the rank's rows.
-  auto config = Config(64, 2, 0);
+  // With padding to equal steps the ends cut the padded rows (how a share of whole windows
+  // cuts an evaluation rank's batches into pieces), not only the real ones.
+  auto config = Config(64, 2, 1);
   config.exactly_once = true;
   config.pad_to_equal_steps = true;
-  const int64_t rank_rows = EpochPlan::Make(kUnits, config).ValueOrDie().rank_rows();
-  config.batch_ends = {rank_rows};
+  const auto padded = EpochPlan::Make(kUnits, config).ValueOrDie();
+  ASSERT_GT(padded.rank_rows(), padded.real_rows());
+  config.batch_ends = {padded.real_rows(), padded.rank_rows()};
+  const auto cut = EpochPlan::Make(kUnits, config);
+  ASSERT_TRUE(cut.ok()) << cut.status().ToString();
+  EXPECT_EQ(cut->num_batches(), 2);
+  EXPECT_EQ(cut->Position(padded.rank_rows() - 1), padded.Position(padded.rank_rows() - 1));
+  config.batch_ends = {padded.real_rows()};
   EXPECT_FALSE(EpochPlan::Make(kUnits, config).ok());
 }
 
