@@ -152,7 +152,13 @@ def test_ticket_codec_round_trips_in_the_documented_format() -> None:
                     b"chunk=16;first=5")
     assert _core.decode_ticket(text) == {
         "config": "abc", "epoch": 2, "rank": 1, "world_size": 4, "rounds": [(8, 700)],
-        "shards": 2, "shard": 1, "span": 1, "chunk": 16, "first": 5}
+        "shards": 2, "shard": 1, "span": 1, "chunk": 16, "first": 5, "chunk_rows": 0,
+        "first_row": 0}
+    # A share of whole windows: its two fields travel only for such a share.
+    windows = _core.encode_ticket("abc", epoch=0, rank=0, world_size=1, rounds=[], shards=2,
+                                  shard=1, chunk_rows=4096, first_row=700)
+    assert windows.endswith(b";first=0;chunk_rows=4096;first_row=700")
+    assert _core.decode_ticket(windows)["first_row"] == 700
     # A run of slots of each period (local first): the field travels only when not 1.
     spanned = _core.encode_ticket("abc", epoch=0, rank=0, world_size=1, rounds=[], shards=5,
                                   shard=0, span=3, chunk=16, first=0)
