@@ -129,8 +129,9 @@ Epoch* StartEpoch(const PyLoader& self, int64_t epoch,
   std::vector<ResumeRound> rounds;
   for (const auto& [world_size, rows] : resumed) rounds.push_back({world_size, rows});
   // On engine_cpus the epoch starts on a pinned thread, so its workers take that mask.
-  auto stream = ValueOrThrow(OnEngineCpus(self.engine()->options().engine_cpus,
-                                          [&] { return self.engine()->StartEpoch(epoch, rounds); }));
+  auto stream = ValueOrThrow(OnEngineCpus(self.engine()->options().engine_cpus, [&] {
+    return self.engine()->StartEpoch(epoch, rounds);
+  }));
   return new Epoch(std::move(stream), self.output(), self.engine()->ragged_columns(),
                    {self.engine()});
 }

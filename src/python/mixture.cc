@@ -66,9 +66,8 @@ class MixtureReader {
     {
       nb::gil_scoped_release release;
       // On engine_cpus the epoch starts on a pinned thread: its one pool takes that mask.
-      stream = ValueOrThrow(
-          OnEngineCpus(streams_->config().sources.front()->options().engine_cpus,
-                       [&] { return streams_->StartStream(spec); }));
+      stream = ValueOrThrow(OnEngineCpus(streams_->config().sources.front()->options().engine_cpus,
+                                         [&] { return streams_->StartStream(spec); }));
     }
     return WrapEpoch(std::move(stream), output_, loaders_.front()->ragged_columns(), loaders_);
   }

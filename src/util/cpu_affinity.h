@@ -3,6 +3,7 @@
 // affinity mask, applied to one thread at a time. Never applied to a caller's thread.
 #pragma once
 
+#include <arrow/status.h>
 #include <pthread.h>
 
 #include <optional>
@@ -10,8 +11,6 @@
 #include <thread>
 #include <utility>
 #include <vector>
-
-#include <arrow/status.h>
 
 namespace arrow::internal {
 class ThreadPool;
