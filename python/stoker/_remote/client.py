@@ -144,7 +144,8 @@ class Servers:
         """The batches of `stream` and how the servers share it: chunks of whole windows of
         at least `chunk` batches' rows where the servers offer it (each window decoded by one
         server), else chunks of `chunk` batches."""
-        if not self.config.get("window_shares"):
+        # One server decodes every window anyway: whole batches, nothing to join.
+        if not self.config.get("window_shares") or len(self.servers) == 1:
             return self.plan_batches(stream), BatchChunks(self.chunk)
         chunk_rows = self.chunk * int(self.config["batch_size"])
         plan = self.servers[0].action("plan", self.ticket(stream, chunk_rows=chunk_rows))
