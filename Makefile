@@ -321,7 +321,8 @@ clean:
 # rows from one source, and its realized proportions; docs/mixtures.md) and the serving
 # throughput (benchmarks/serve_throughput.py --pin: a server and its client each on their own
 # cores, against a local Loader; docs/serve.md) and a fleet of 1, 2 and 4 servers, each host in
-# its own network namespace (benchmarks/fleet_netns.py; root, else it says why and skips).
+# its own network namespace (benchmarks/fleet_netns.py; root, else it says why and skips), and
+# what receiving costs the trainer against a plain pyarrow.flight DoGet (receive_cost.py).
 BENCH_VENV      := .bench-venv
 BENCH_PY        := $(BENCH_VENV)/bin/python
 BENCH_DEPS      := $(BENCH_VENV)/.deps-installed
@@ -400,6 +401,8 @@ bench: build $(BENCH_DEPS) $(PETASTORM_DEPS) $(STREAMING_DEPS) $(GRAIN_DEPS)
 	  --out benchmarks/results/serve_throughput.json
 	$(PY) benchmarks/fleet_netns.py build/bench-fleet --servers 1,2,4 --repeats 3 --loopback \
 	  --out benchmarks/results/fleet_netns.json
+	$(PY) benchmarks/receive_cost.py build/bench-serve --repeats 5 \
+	  --out benchmarks/results/receive_cost.json
 	$(MAKE) bench-scaling
 	$(MAKE) bench-multihot
 

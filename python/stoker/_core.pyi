@@ -4,6 +4,22 @@ from collections.abc import Sequence
 from typing import overload
 
 
+class Batch:
+    """
+    A batch of the engine's handed over unconverted (a received one): to_tensors and to_kjt_parts read it as it is, pyarrow.record_batch() makes it a pyarrow.RecordBatch over the same buffers.
+    """
+
+    @property
+    def num_rows(self) -> int: ...
+
+    @property
+    def nbytes(self) -> int:
+        """
+        The bytes of the buffers it references, as pyarrow.RecordBatch.nbytes counts them.
+        """
+
+    def __arrow_c_array__(self, requested_schema: object | None = None) -> object: ...
+
 def to_tensors(batch: object, output: str = 'numpy', ragged: Sequence[str] = []) -> dict:
     """
     A pyarrow.RecordBatch as a dict of numpy arrays, torch tensors, jax.Arrays or TensorFlow tensors over its buffers, as a Loader delivers it (fixed-size lists as extra dimensions; each `ragged` column as values and '<name>_offsets').
@@ -644,6 +660,29 @@ def decode_ticket(ticket: bytes) -> dict:
     """
     A ticket's fields as a dict; ValueError naming what is wrong with a bad one.
     """
+
+class FlightStream:
+    """A server's DoGet stream, read ahead on a C++ thread of its own."""
+
+    def wait_ready(self, timeout_s: float = 0.1) -> bool:
+        """
+        Whether next() answers without waiting, after waiting up to timeout_s for it.
+        """
+
+    def next(self) -> object:
+        """
+        The next batch as a _core.Batch; None at the stream's end; the stream's error as pyarrow.flight raises it.
+        """
+
+    def cancel(self) -> None: ...
+
+class FlightConnection:
+    """A Flight client of one server, whose streams are read ahead."""
+
+    def __init__(self, location: str, headers: Sequence[tuple[str, str]], tls_root_certs: str) -> None: ...
+
+    def read(self, ticket: bytes, depth: int) -> FlightStream:
+        """The DoGet stream of `ticket`, up to `depth` batches received ahead."""
 
 def transform_ops() -> list:
     """

@@ -113,7 +113,11 @@ nb::object SchemaCapsule(const arrow::Schema& schema);
 /// The (schema, array) capsules of the Arrow C data interface for a batch.
 nb::object BatchCapsules(const arrow::RecordBatch& batch);
 
-/// The batch behind an object with `__arrow_c_array__` (a pyarrow.RecordBatch), without a copy.
+/// `batch` as a _core.Batch: handed to Python unconverted (tensors.cc).
+nb::object HoldBatch(std::shared_ptr<arrow::RecordBatch> batch);
+
+/// The batch of a _core.Batch, or behind an object with `__arrow_c_array__` (a
+/// pyarrow.RecordBatch), without a copy.
 std::shared_ptr<arrow::RecordBatch> ImportBatch(nb::handle batch);
 
 /// A batch as a dict of numpy arrays, torch tensors, jax.Arrays or TensorFlow tensors that own
@@ -174,6 +178,7 @@ void BindOptions(nb::module_& m);        // options.cc: LoaderOptions, StorageOp
                                          // TransformOp
 void BindLoader(nb::module_& m);         // loader.cc: Loader, Epoch
 void BindServe(nb::module_& m);          // serve.cc: Server, encode_ticket, decode_ticket
+void BindReceive(nb::module_& m);        // receive.cc: FlightConnection, FlightStream
 void BindTransformOps(nb::module_& m);   // transform_ops.cc: transform_ops
 void BindFaultProbe(nb::module_& m);     // fault_probe.cc: FaultProbe
 void BindTrace(nb::module_& m);          // trace.cc: TraceRing

@@ -47,6 +47,7 @@ NB_MODULE(_core, m) {
   py::BindOptions(m);
   py::BindLoader(m);
   py::BindServe(m);
+  py::BindReceive(m);
   py::BindTransformOps(m);
   py::BindFaultProbe(m);
   py::BindTrace(m);

@@ -5,6 +5,7 @@
 
 #include <arrow/array.h>
 #include <arrow/c/bridge.h>
+#include <arrow/util/byte_size.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -143,9 +144,23 @@ nb::object Owner(std::shared_ptr<arrow::Buffer> buffer) {
       held, [](void* p) noexcept { delete static_cast<std::shared_ptr<arrow::Buffer>*>(p); });
 }
 
-// A pyarrow.RecordBatch (or anything with __arrow_c_array__) as an Arrow C++ batch over the
-// same buffers.
+namespace {
+
+// _core.Batch: an engine batch held for Python unconverted.
+struct HeldBatch {
+  std::shared_ptr<arrow::RecordBatch> batch;
+};
+
+}  // namespace
+
+nb::object HoldBatch(std::shared_ptr<arrow::RecordBatch> batch) {
+  return nb::cast(HeldBatch{std::move(batch)});
+}
+
+// A _core.Batch as the batch it holds; a pyarrow.RecordBatch (or anything with
+// __arrow_c_array__) as an Arrow C++ batch over the same buffers.
 std::shared_ptr<arrow::RecordBatch> ImportBatch(nb::handle batch) {
+  if (nb::isinstance<HeldBatch>(batch)) return nb::cast<const HeldBatch&>(batch).batch;
   if (!nb::hasattr(batch, "__arrow_c_array__")) {
     throw nb::type_error("expected a pyarrow.RecordBatch (an object with __arrow_c_array__)");
   }
@@ -206,6 +221,23 @@ nb::dict ToTensors(const arrow::RecordBatch& batch, Output output,
 }
 
 void BindTensors(nb::module_& m) {
+  nb::class_<HeldBatch>(m, "Batch",
+                        "A batch of the engine's handed over unconverted (a received one): "
+                        "to_tensors and to_kjt_parts read it as it is, pyarrow.record_batch() "
+                        "makes it a pyarrow.RecordBatch over the same buffers.")
+      .def_prop_ro("num_rows", [](const HeldBatch& held) { return held.batch->num_rows(); })
+      .def_prop_ro(
+          "nbytes",
+          [](const HeldBatch& held) {
+            return ValueOrThrow(arrow::util::ReferencedBufferSize(*held.batch));
+          },
+          "The bytes of the buffers it references, as pyarrow.RecordBatch.nbytes counts them.")
+      .def(
+          "__arrow_c_array__",
+          [](const HeldBatch& held, nb::handle /*requested_schema*/) {
+            return BatchCapsules(*held.batch);
+          },
+          nb::arg("requested_schema") = nb::none());
   m.def(
       "to_tensors",
       [](nb::handle batch, const std::string& output, const std::vector<std::string>& ragged) {

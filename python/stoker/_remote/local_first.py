@@ -8,67 +8,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import queue
-import threading
 import time
 import uuid
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from stoker._loading import cursor as _cursor
 from stoker._loading import epoch as _epoch
 from stoker._remote import client as _client
 from stoker._remote import split as _split
-
-if TYPE_CHECKING:
-    import pyarrow as pa
-    from pyarrow import flight
-
-
-class ReadAhead:
-    """A server's stream read on a thread of its own, up to `depth` batches ahead of the
-    consumer, so that a server fills its next chunk while the consumer takes the others'.
-    What the read raised is raised by `get`, in order."""
-
-    def __init__(self, reader: flight.FlightStreamReader, depth: int) -> None:
-        self._reader = reader
-        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue(maxsize=max(1, depth))
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="stoker-read-ahead",
-                                        daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        while not self._stop.is_set():
-            item: tuple[str, Any]
-            try:
-                item = ("batch", self._reader.read_chunk().data)
-            except StopIteration:
-                item = ("end", None)
-            except BaseException as error:  # noqa: BLE001 (handed to the consumer, raised there)
-                item = ("error", error)
-            while not self._stop.is_set():
-                try:
-                    self._queue.put(item, timeout=0.1)
-                    break
-                except queue.Full:
-                    continue
-            if item[0] != "batch":
-                return
-
-    def get(self) -> Any:
-        kind, value = self._queue.get()
-        if kind == "batch":
-            return value
-        if kind == "end":
-            raise StopIteration
-        raise value
-
-    def close(self) -> None:
-        self._stop.set()
-        with contextlib.suppress(Exception):  # the server may be gone
-            self._reader.cancel()
-        self._thread.join(timeout=10)
 
 
 @dataclasses.dataclass
@@ -82,7 +30,7 @@ class LocalFirst:
     connect: Callable[[], _client.Servers | None]  # the servers there are now (None: none)
     # The layout over `servers` with `local` chunks (None: the controller's share).
     layout: Callable[[_client.Servers | None, int | None], _split.Layout]
-    convert: Callable[[pa.RecordBatch], Any]  # a served batch as the loader delivers it
+    convert: Callable[[Any], Any]  # a served batch (a _core.Batch) as the loader delivers it
     batch_transform: Callable[[Any], Any] | None  # applied to the local engine's batches
     split: _split.SplitController
     meter: _split.WindowMeter
@@ -106,7 +54,7 @@ class LocalFirstEpoch(_cursor.EpochIterator):
         self._layout = ctx.layout(self._servers, None)
         ctx.current_layout = self._layout
         self._local: _epoch.EngineReader | None = None
-        self._remote: dict[int, ReadAhead] = {}
+        self._remote: dict[int, _client.Stream] = {}
         self._unread: set[int] = set()  # sources opened and not read from since
         self._blocked = 0.0  # seconds the batch being read has waited for its source
         self._meter = ctx.meter
@@ -131,8 +79,8 @@ class LocalFirstEpoch(_cursor.EpochIterator):
         ticket = self._servers.ticket(self._stream, shards=layout.period,
                                       shard=layout.local + k, chunk=layout.chunk,
                                       first=first)
-        reader = self._servers.servers[k].read(ticket)
-        self._remote[k] = ReadAhead(reader, layout.chunk)
+        # A chunk ahead: the server fills its next chunk while the consumer takes the others'.
+        self._remote[k] = self._servers.servers[k].read(ticket, depth=layout.chunk)
         self._unread.add(k)
 
     def _close_sources(self) -> None:
@@ -167,7 +115,7 @@ class LocalFirstEpoch(_cursor.EpochIterator):
                 if k not in self._remote:
                     self._open_server(k, b)
                 started = time.perf_counter()
-                batch = self._remote[k].get()
+                batch = self._remote[k].next()
                 self._blocked += time.perf_counter() - started
                 self._ctx.stats["rows"] += batch.num_rows
                 self._ctx.stats["bytes_received"] += batch.nbytes

@@ -60,19 +60,20 @@ class _RemoteEpoch(_cursor.EpochIterator):
         self._convert, self._stats = convert, stats
         self._trace, self._on_close = trace, on_close
         self._next = 0
-        self._readers: dict[int, flight.FlightStreamReader] = {}
+        self._readers: dict[int, _client.Stream] = {}
 
     def _server_of(self, piece: int) -> int:
         return self._share.owner(piece, len(self._servers.servers))
 
-    def _read(self, b: int) -> pa.RecordBatch:
+    def _read(self, b: int) -> Any:
+        """Batch b, a _core.Batch as received, or its pieces joined (a pyarrow.RecordBatch)."""
         parts = [self._read_piece(b, piece) for piece in self._share.pieces(b)]
         if len(parts) == 1:
             return parts[0]
         self._stats["joined_batches"] += 1
-        return pa.concat_batches(parts)
+        return pa.concat_batches([pa.record_batch(part) for part in parts])
 
-    def _read_piece(self, b: int, piece: int) -> pa.RecordBatch:
+    def _read_piece(self, b: int, piece: int) -> Any:
         backoff = _client.Backoff(self._servers, self._stats)
         while True:
             k = self._server_of(piece)
@@ -80,7 +81,7 @@ class _RemoteEpoch(_cursor.EpochIterator):
             try:
                 if k not in self._readers:
                     self._readers[k] = self._servers.open(k, self._stream, self._share, piece)
-                return self._readers[k].read_chunk().data
+                return self._readers[k].next()
             except _client.RETRYABLE as error:
                 self._readers.pop(k, None)
                 backoff.wait(location, b, self._stream["epoch"], error)
@@ -123,8 +124,7 @@ class _RemoteEpoch(_cursor.EpochIterator):
 
     def _cancel_readers(self) -> None:
         for reader in self._readers.values():
-            with contextlib.suppress(flight.FlightError, OSError):  # the server may be gone
-                reader.cancel()
+            reader.close()
         self._readers.clear()
 
     def _release(self) -> None:
@@ -329,13 +329,15 @@ class RemoteLoader(_cursor.EpochLoader):
         return {"epoch": epoch, "rank": self._cursor.rank,
                 "world_size": self._cursor.world_size, "rounds": rounds}
 
-    def _convert(self, batch: pa.RecordBatch) -> Any:
-        """A received batch as this loader delivers it: the engine's own tensor conversion,
-        then the batch_transform."""
+    def _convert(self, batch: Any) -> Any:
+        """A received batch (a _core.Batch, or a pyarrow.RecordBatch) as this loader delivers
+        it: the engine's own tensor conversion, then the batch_transform."""
         if self._torchrec is not None:
             batch = self._torchrec.from_arrow(batch)
         elif self._output != "arrow":
             batch = _core.to_tensors(batch, self._output, self._ragged)
+        elif not isinstance(batch, pa.RecordBatch):
+            batch = pa.record_batch(batch)
         return batch if self._batch_transform is None else self._batch_transform(batch)
 
     def _read_epoch(self, progress: _cursor.Progress) -> _cursor.EpochIterator:

@@ -10,16 +10,13 @@
 #include <thread>
 #include <vector>
 
-#include "common/fixtures.h"
-#include "loader/loader_internal.h"
-#include "loader/resume_identity.h"
-#include "serve/ticket.h"
+#include "serve/serve_fixture.h"
 
 namespace stoker {
 namespace {
 
 namespace flight = arrow::flight;
-using Batches = std::vector<std::shared_ptr<arrow::RecordBatch>>;
+using testing::Batches;
 
 arrow::Status Fetch(const flight::Location& location, const std::string& ticket, Batches* out) {
   ARROW_ASSIGN_OR_RAISE(auto client, flight::FlightClient::Connect(location));
@@ -32,48 +29,14 @@ arrow::Status Fetch(const flight::Location& location, const std::string& ticket,
   return client->Close();
 }
 
-Batches ReadLocally(const Loader& loader, const LoaderImpl::StreamSpec& spec) {
-  auto stream = Internal(loader).StartStream(spec).ValueOrDie();
-  Batches out;
-  for (auto batch = stream->Next().ValueOrDie(); batch != nullptr;
-       batch = stream->Next().ValueOrDie()) {
-    out.push_back(batch);
-  }
-  return out;
-}
-
 // A state a local loader saved names kDefaultChunkBatches as its chunk: it resumes from servers
 // that keep the default.
 TEST(ServeOptionsTest, TheDefaultChunkIsTheOneALocalLoaderNames) {
   EXPECT_EQ(ServeOptions().chunk_batches, kDefaultChunkBatches);
 }
 
-class FlightServiceTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    testing::WriteDataset(dir_.path(), /*files=*/2, /*rows_per_file=*/600, /*row_group_size=*/150);
-    LoaderOptions options;
-    options.sources = {dir_.path().string()};
-    options.columns = {"row_id", "value", "vec"};
-    options.batch_size = 64;
-    options.seed = 3;
-    options.shuffle_window = 300;
-    options.num_threads = 2;
-    loader_ = Loader::Make(options).ValueOrDie();
-    server_ = FlightService::Make(loader_, ServeOptions{}).ValueOrDie();
-    location_ = flight::Location::ForGrpcTcp("127.0.0.1", server_->port()).ValueOrDie();
-  }
-  void TearDown() override { ASSERT_TRUE(server_->Shutdown().ok()); }
-
-  std::string TicketFor(const LoaderImpl::StreamSpec& spec) const {
-    return EncodeTicket({StreamConfigDigest(*loader_), spec});
-  }
-
-  testing::TempDir dir_;
-  std::shared_ptr<Loader> loader_;
-  std::unique_ptr<FlightService> server_;
-  flight::Location location_;
-};
+using FlightServiceTest = testing::ServerTest;
+using testing::ReadLocally;
 
 TEST_F(FlightServiceTest, ConcurrentStreamsEqualTheLocalOnes) {
   constexpr int kClients = 4;
