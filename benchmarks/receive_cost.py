@@ -78,12 +78,22 @@ def one_epoch(kind: str, location: str) -> dict[str, Any]:
     user, system = cpu()
     if loader is not None:
         size = loader.stats()["bytes_received"]
+    columns = unaligned_64 = unaligned_8 = 0
+    if kind == "doget":  # untimed, a second read: where TensorFlow's output copies (tensors.cc)
+        for batch in doget_batches(location):
+            for column in batch.columns:
+                values = column.buffers()[-1]
+                columns += 1
+                unaligned_64 += values is not None and values.address % 64 != 0
+                unaligned_8 += values is not None and values.address % 8 != 0
     seconds_cpu = (user - user0) + (system - sys0)
     return {"rows": rows, "bytes": size, "seconds": seconds, "rows_per_s": rows / seconds,
             "gb_per_s": size / seconds / 1e9, "user_seconds": user - user0,
             "system_seconds": system - sys0, "cpu_per_m_rows": seconds_cpu / rows * 1e6,
             "cpu_per_gb": seconds_cpu / (size / 1e9) if size else 0.0,
-            "gb_per_core_s": size / seconds_cpu / 1e9 if seconds_cpu else 0.0}
+            "gb_per_core_s": size / seconds_cpu / 1e9 if seconds_cpu else 0.0,
+            **({"columns": columns, "unaligned_64": unaligned_64, "unaligned_8": unaligned_8}
+               if kind == "doget" else {})}
 
 
 def start_server(source: str, threads: int, cpus: str) -> tuple[subprocess.Popen, str]:
@@ -138,6 +148,11 @@ def main() -> None:
               f"{med['cpu_per_m_rows']:>13.3f} {med['cpu_per_gb']:>9.3f} "
               f"{med['user_seconds']:>5.2f}/{med['system_seconds']:<5.2f} "
               f"{med['gb_per_core_s']:>10.2f} {ratio:>8}")
+    if "doget" in summary:
+        doget = summary["doget"]
+        print(f"received column values not 64-byte aligned (TensorFlow output copies them): "
+              f"{doget['unaligned_64']:.0f} of {doget['columns']:.0f}; not 8-byte aligned: "
+              f"{doget['unaligned_8']:.0f}")
     print(f"(server on CPU {args.server_cpus} with {args.server_threads} threads, each trainer "
           f"epoch a fresh process on CPU {args.client_cpus}; loopback; medians of {args.repeats};"
           f" load average {load_before[0]:.2f} before, {load_after[0]:.2f} after)")

@@ -2,6 +2,8 @@
 
 #include "serve/read_ahead_stream.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 
 namespace stoker {
@@ -61,6 +63,8 @@ void ReadAheadStream::Finish(arrow::Status status) {
 }
 
 void ReadAheadStream::Run() {
+  // The name tools show (top -H, perf, /proc/PID/task/*/comm).
+  pthread_setname_np(pthread_self(), kThreadName);
   auto made = connection_->client().DoGet(connection_->call_options(), flight::Ticket{ticket_});
   if (!made.ok()) return Finish(made.status());
   flight::FlightStreamReader* reader;  // owned by reader_, which lives as long as this

@@ -63,6 +63,8 @@ class FlightConnection : public std::enable_shared_from_this<FlightConnection> {
 /// after the batches received before it.
 class ReadAheadStream {
  public:
+  static constexpr const char* kThreadName = "stoker-receive";
+
   ReadAheadStream(std::shared_ptr<FlightConnection> connection, std::string ticket, int depth);
   /// Cancels the call and joins the thread.
   ~ReadAheadStream();

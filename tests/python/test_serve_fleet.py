@@ -100,3 +100,33 @@ def test_old_style_tickets_are_still_served(criteo: Path, servers) -> None:
     got = client.do_get(flight.Ticket(ticket)).read_all().to_batches()
     mine = [b for i, b in enumerate(expected) if (i // 3) % 2 == 1]
     assert sum(b.num_rows for b in got) == sum(b.num_rows for b in mine)
+
+
+class _Fleet:
+    """What RemoteLoader reads as a fleet: the addresses it answers now."""
+
+    def __init__(self, locations: list[str]) -> None:
+        self.locations = locations
+
+    def addresses(self, timeout: float | None = None) -> list[str]:
+        return list(self.locations)
+
+
+@pytest.mark.parametrize(("before", "after"), [(3, 2), (2, 1)])
+def test_a_fleet_shrunk_mid_epoch_deals_its_windows_again(criteo: Path, servers, before: int,
+                                                          after: int) -> None:
+    """A server stopped mid-epoch, the fleet answering the others: the reader's failed read
+    resolves the fleet again, the rest of the epoch is shared over the servers left (at 1,
+    whole batches again) from the batch needed, and the batches are still the plan's."""
+    expected = list(stoker.Loader(criteo, columns=COLUMNS, **OPTIONS))
+    started = [servers() for _ in range(before)]
+    fleet = _Fleet([s.location for s in started])
+    remote = stoker.RemoteLoader(fleet, columns=COLUMNS, reconnect_timeout=20, **OPTIONS)
+    got = []
+    for i, batch in enumerate(remote):
+        got.append(batch)
+        if i == len(expected) // 3:
+            started[-1].kill()
+            fleet.locations = fleet.locations[:after]
+    assert_same_batches(got, expected)
+    assert remote.stats()["reconnects"] >= 1

@@ -39,6 +39,10 @@ if TYPE_CHECKING:
     from stoker.torchrec import Features
 
 
+class _Redealt(Exception):
+    """The servers' share changed while a batch's pieces were read (the servers resized)."""
+
+
 class _RemoteEpoch(_cursor.EpochIterator):
     """One epoch read from the servers' streams side by side, in plan order; after a failure
     the servers are resolved again (`reconnect`) and the failed one — or, when the servers
@@ -66,16 +70,25 @@ class _RemoteEpoch(_cursor.EpochIterator):
         return self._share.owner(piece, len(self._servers.servers))
 
     def _read(self, b: int) -> Any:
-        """Batch b, a _core.Batch as received, or its pieces joined (a pyarrow.RecordBatch)."""
-        parts = [self._read_piece(b, piece) for piece in self._share.pieces(b)]
+        """Batch b, a _core.Batch as received, or its pieces joined (a pyarrow.RecordBatch).
+        Read again from its first piece when the servers were dealt again meanwhile."""
+        while True:
+            share = self._share
+            try:
+                parts = [self._read_piece(b, piece, share) for piece in share.pieces(b)]
+                break
+            except _Redealt:
+                continue
         if len(parts) == 1:
             return parts[0]
         self._stats["joined_batches"] += 1
         return pa.concat_batches([pa.record_batch(part) for part in parts])
 
-    def _read_piece(self, b: int, piece: int) -> Any:
+    def _read_piece(self, b: int, piece: int, share: _client.Share) -> Any:
         backoff = _client.Backoff(self._servers, self._stats)
         while True:
+            if self._share is not share:  # a piece of the old share's means nothing now
+                raise _Redealt
             k = self._server_of(piece)
             location = self._servers.servers[k].location
             try:
@@ -96,6 +109,10 @@ class _RemoteEpoch(_cursor.EpochIterator):
         stream is closed, to be reopened at the next batch each serves."""
         if servers is not self._servers:
             self._cancel_readers()
+            if len(servers.servers) != len(self._servers.servers):
+                # Dealt again over the servers there are (one server: whole batches; more:
+                # whole windows); the plan, and so the batches, the same.
+                _, self._share = servers.share(self._stream)
             self._servers = servers
 
     def _pull(self) -> tuple[int, Any] | None:
