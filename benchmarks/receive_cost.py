@@ -73,7 +73,7 @@ def one_epoch(kind: str, location: str) -> dict[str, Any]:
     for batch in batches:
         rows += batch.num_rows if kind in ("doget", "remote-arrow") else len(batch["label"])
         if kind == "doget":
-            size += batch.nbytes
+            size += batch.get_total_buffer_size()
     seconds = time.perf_counter() - started
     user, system = cpu()
     if loader is not None:

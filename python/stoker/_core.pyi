@@ -15,7 +15,7 @@ class Batch:
     @property
     def nbytes(self) -> int:
         """
-        The bytes of the buffers it references, as pyarrow.RecordBatch.nbytes counts them.
+        The bytes of its buffers, each counted once (pyarrow's get_total_buffer_size(); pyarrow's nbytes counts only the ranges referenced, at the cost of building them).
         """
 
     def __arrow_c_array__(self, requested_schema: object | None = None) -> object: ...

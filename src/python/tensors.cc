@@ -227,11 +227,9 @@ void BindTensors(nb::module_& m) {
                         "makes it a pyarrow.RecordBatch over the same buffers.")
       .def_prop_ro("num_rows", [](const HeldBatch& held) { return held.batch->num_rows(); })
       .def_prop_ro(
-          "nbytes",
-          [](const HeldBatch& held) {
-            return ValueOrThrow(arrow::util::ReferencedBufferSize(*held.batch));
-          },
-          "The bytes of the buffers it references, as pyarrow.RecordBatch.nbytes counts them.")
+          "nbytes", [](const HeldBatch& held) { return arrow::util::TotalBufferSize(*held.batch); },
+          "The bytes of its buffers, each counted once (pyarrow's get_total_buffer_size(); "
+          "pyarrow's nbytes counts only the ranges referenced, at the cost of building them).")
       .def(
           "__arrow_c_array__",
           [](const HeldBatch& held, nb::handle /*requested_schema*/) {

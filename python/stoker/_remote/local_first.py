@@ -118,7 +118,7 @@ class LocalFirstEpoch(_cursor.EpochIterator):
                 batch = self._remote[k].next()
                 self._blocked += time.perf_counter() - started
                 self._ctx.stats["rows"] += batch.num_rows
-                self._ctx.stats["bytes_received"] += batch.nbytes
+                self._ctx.stats["bytes_received"] += batch.nbytes  # a _core.Batch's buffers
                 return self._ctx.convert(batch)
             except _client.RETRYABLE as error:
                 self._remote.pop(k).close()

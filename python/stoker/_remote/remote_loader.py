@@ -126,7 +126,10 @@ class _RemoteEpoch(_cursor.EpochIterator):
         self._stats["wait_seconds"] += time.perf_counter() - started
         self._stats["rows"] += batch.num_rows
         self._stats["batches"] += 1
-        self._stats["bytes_received"] += batch.nbytes
+        # The buffers' bytes (a joined batch's too): pyarrow's get_total_buffer_size(), as a
+        # _core.Batch's nbytes counts them.
+        self._stats["bytes_received"] += (batch.get_total_buffer_size()
+                                          if isinstance(batch, pa.RecordBatch) else batch.nbytes)
         self._next += 1
         planned = self._planned_rows(b)
         if trace is None:
