@@ -2,10 +2,11 @@
 the namespaces and their bridged links are made and deleted, even when the body raises; a
 killed run's are cleaned up and a live one's left; and a `stoker serve` in one namespace,
 pinned with taskset, serves a RemoteLoader in another exactly the batches a local Loader
-gives. Needs root and iproute2: skipped, saying which, where either is missing."""
+gives; benchmarks/autoscale_netns.py grows a fleet from nothing. Needs root and iproute2: skipped, saying which, where either is missing."""
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import re
@@ -115,3 +116,22 @@ def test_a_server_in_its_own_namespace_serves_the_local_loaders_batches(criteo: 
     expected = list(stoker.Loader(criteo, columns=COLUMNS, **OPTIONS))
     assert len(remote) == len(expected) > 1
     assert_same_batches(remote, expected)
+
+
+def test_the_autoscale_demonstration_grows_a_fleet_from_nothing(criteo: Path,
+                                                               tmp_path: Path) -> None:
+    """benchmarks/autoscale_netns.py: a trainer that stalls on its own core makes the
+    Autoscaler start a namespaced server, which it then reads from; the batches it took are
+    counted and the history says why the fleet grew."""
+    out = tmp_path / "autoscale.json"
+    script = Path(__file__).parents[2] / "benchmarks" / "autoscale_netns.py"
+    done = subprocess.run(
+        [sys.executable, str(script), str(criteo), "--seconds", "12", "--step-ms", "0.2",
+         "--max-servers", "1", "--server-rate", "1gbit", "--out", str(out)],
+        capture_output=True, text=True, timeout=240, check=False)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(out.read_text())
+    assert result["history"] and result["history"][0]["servers"] == 1, result["history"]
+    assert "stall" in result["history"][0]["why"]
+    assert result["stats"]["remote_batches"] > 0, result["stats"]
+    assert {w["servers"] for w in result["windows"]} >= {0, 1}
