@@ -212,10 +212,17 @@ if ((jobs < 16)); then
   printf 'fleet-netns\tskipped: %s\t0\n' "$why" >>"$summary"
 elif why=$("$py" benchmarks/fleet_netns.py --check 2>&1); then
   step fleet-netns 180 "$py benchmarks/fleet_netns.py $work/criteo --servers 1,2,4,8 --server-cpus 1-8 --trainer-cpus 0,9-15 --repeats 3 --out $work/fleet_netns.json"
+  # The autoscaler's growth (docs/ray.md): a trainer on CPU 0 its own core cannot feed,
+  # servers behind 2 Gbit/s links on CPUs 1-8.
+  step autoscale-netns 120 "$py benchmarks/autoscale_netns.py $work/criteo --seconds 60 --step-ms 1.0 --server-rate 2gbit --trainer-cpus 0 --server-cpus 1-8 --out $work/autoscale_netns.json"
 else
   printf 'fleet-netns\tskipped: %s\t0\n' "${why//$'\n'/ }" >>"$summary"
   echo "fleet-netns: skipped: $why" | tee -a "$log"
 fi
+
+# What receiving costs the trainer against a plain pyarrow.flight DoGet (benchmarks/
+# receive_cost.py): a server on CPUs 1-4, each trainer epoch on CPU 0.
+step receive-cost 120 "$py benchmarks/receive_cost.py $work/criteo --repeats 3 --server-cpus 1-4 --server-threads 4 --client-cpus 0 --out $work/receive_cost.json"
 
 # The reference build: the same symbol report and reproducer on an older tree.
 if [[ -n "$ref" ]]; then
@@ -244,7 +251,7 @@ fi
 import json, pathlib, sys
 work, results = pathlib.Path(sys.argv[1]), {}
 for name in ("pinned_copy", "pinned_copy_large", "cuda_transfer", "gpu_utilization",
-             "fleet_netns"):
+             "fleet_netns", "autoscale_netns", "receive_cost"):
     path = work / f"{name}.json"
     if path.exists():
         results[name] = json.loads(path.read_text())
