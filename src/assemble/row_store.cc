@@ -23,7 +23,15 @@ constexpr int64_t kAlignment = 64;
 
 // Writes `width`-byte values, `count` rows from `src` (contiguous) to records `stride` apart.
 void ScatterValues(const uint8_t* src, int64_t width, int64_t count, uint8_t* dst, int64_t stride) {
+  // Each width the staged types have is its own loop, so the copy is one load and store
+  // (a memcpy of a width known only at run time is a call per value).
   switch (width) {
+    case 1:
+      for (int64_t i = 0; i < count; ++i) dst[i * stride] = src[i];
+      break;
+    case 2:
+      for (int64_t i = 0; i < count; ++i) std::memcpy(dst + i * stride, src + i * 2, 2);
+      break;
     case 4:
       for (int64_t i = 0; i < count; ++i) std::memcpy(dst + i * stride, src + i * 4, 4);
       break;
@@ -139,14 +147,16 @@ RowLayout RowLayout::For(const arrow::Schema& schema, const std::vector<bool>& n
 StagedUnit::StagedUnit(const std::shared_ptr<arrow::RecordBatch>& batch)
     : num_rows(batch->num_rows()), columns(batch->column_data()) {}
 
-// A chunk handed out by a ChunkPool: returns its memory to the pool when destroyed.
+// A chunk handed out by a ChunkPool: `size` bytes of a block of `capacity`, returned to the
+// pool when destroyed.
 class ChunkPool::Chunk final : public arrow::MutableBuffer {
  public:
-  Chunk(uint8_t* data, int64_t size, std::shared_ptr<ChunkPool> owner)
-      : arrow::MutableBuffer(data, size), owner_(std::move(owner)) {}
-  ~Chunk() override { owner_->Release(mutable_data()); }
+  Chunk(uint8_t* data, int64_t size, int64_t capacity, std::shared_ptr<ChunkPool> owner)
+      : arrow::MutableBuffer(data, size), capacity_(capacity), owner_(std::move(owner)) {}
+  ~Chunk() override { owner_->Release({mutable_data(), capacity_}); }
 
  private:
+  const int64_t capacity_;
   std::shared_ptr<ChunkPool> owner_;
 };
 
@@ -155,35 +165,54 @@ std::shared_ptr<ChunkPool> ChunkPool::Make(int64_t chunk_bytes, arrow::MemoryPoo
 }
 
 ChunkPool::~ChunkPool() {
-  for (uint8_t* data : free_) {
-    UnpoisonMemory(data, chunk_bytes_);
-    pool_->Free(data, chunk_bytes_, kAlignment);
-  }
+  for (const Block& block : free_) Free(block);
+}
+
+void ChunkPool::Free(const Block& block) {
+  UnpoisonMemory(block.data, block.capacity);
+  pool_->Free(block.data, block.capacity, kAlignment);
 }
 
 arrow::Result<std::shared_ptr<arrow::Buffer>> ChunkPool::Acquire(int64_t bytes) {
-  if (bytes < chunk_bytes_) {
-    ARROW_ASSIGN_OR_RAISE(std::shared_ptr<arrow::Buffer> buffer,
-                          arrow::AllocateBuffer(bytes, pool_));
-    return buffer;
-  }
-  uint8_t* data = nullptr;
+  ARROW_DCHECK_LE(bytes, chunk_bytes_);
+  // A free block of exactly this size, else the smallest that holds it. A unit smaller
+  // than a chunk (a row group of fewer rows) asks for the same size again and again.
+  std::optional<Block> block;
+  std::optional<Block> evicted;
   {
     MutexLock lock(mutex_);
-    if (!free_.empty()) {
-      data = free_.back();
+    auto best = free_.end();
+    for (auto it = free_.begin(); it != free_.end(); ++it) {
+      if (it->capacity < bytes) continue;
+      if (best == free_.end() || it->capacity < best->capacity) best = it;
+      if (it->capacity == bytes) break;
+    }
+    if (best != free_.end()) {
+      block = *best;
+    } else if (!free_.empty()) {
+      // None holds it: free one, so that the blocks in use and free never outnumber the
+      // most that were in use at once.
+      best = free_.begin();
+      evicted = *best;
+    }
+    if (best != free_.end()) {
+      *best = free_.back();
       free_.pop_back();
     }
   }
-  if (data == nullptr) ARROW_RETURN_NOT_OK(pool_->Allocate(chunk_bytes_, kAlignment, &data));
-  UnpoisonMemory(data, chunk_bytes_);
-  return std::make_shared<Chunk>(data, chunk_bytes_, shared_from_this());
+  if (evicted) Free(*evicted);
+  if (!block) {
+    block = Block{nullptr, bytes};
+    ARROW_RETURN_NOT_OK(pool_->Allocate(bytes, kAlignment, &block->data));
+  }
+  UnpoisonMemory(block->data, block->capacity);
+  return std::make_shared<Chunk>(block->data, bytes, block->capacity, shared_from_this());
 }
 
-void ChunkPool::Release(uint8_t* data) {
-  PoisonMemory(data, chunk_bytes_);
+void ChunkPool::Release(Block block) {
+  PoisonMemory(block.data, block.capacity);
   MutexLock lock(mutex_);
-  free_.push_back(data);
+  free_.push_back(block);
 }
 
 arrow::Result<StagedUnit> Stage(std::shared_ptr<const RowLayout> layout,

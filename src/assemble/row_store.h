@@ -90,29 +90,37 @@ struct StagedUnit {
 
 /// Recycles the record chunks of staged units. The allocator hands large freed blocks back
 /// to the kernel within a second, so without recycling every window would fault all its
-/// record pages in again (microseconds each on a VM). Full-size chunks are kept for reuse
-/// when released; the pool never holds more chunks than were in use at once (its bound),
-/// and frees them when the last chunk and the pool's owner are gone. Thread-safe.
+/// record pages in again (microseconds each on a VM). Every released chunk is kept for
+/// reuse — a full one, or a unit's smaller one (row groups smaller than a chunk ask for the
+/// same size again and again); a request takes a kept block of its size, else the smallest
+/// that holds it. Its bound: the blocks in use and kept never outnumber the most that were in
+/// use at once (a request that no kept block holds frees one first), each at most
+/// chunk_bytes; it frees them when the last chunk and the pool's owner are gone. Thread-safe.
 class ChunkPool : public std::enable_shared_from_this<ChunkPool> {
  public:
   static std::shared_ptr<ChunkPool> Make(int64_t chunk_bytes, arrow::MemoryPool* pool);
   ~ChunkPool();
-  /// A buffer of `bytes` (<= chunk_bytes), 64-byte aligned: a recycled chunk when it is a
-  /// full one.
+  /// A buffer of `bytes` (<= chunk_bytes), 64-byte aligned: a recycled block when one
+  /// holds it.
   arrow::Result<std::shared_ptr<arrow::Buffer>> Acquire(int64_t bytes);
   int64_t chunk_bytes() const { return chunk_bytes_; }
 
  private:
   class Chunk;
+  struct Block {
+    uint8_t* data = nullptr;
+    int64_t capacity = 0;
+  };
   ChunkPool(int64_t chunk_bytes, arrow::MemoryPool* pool)
       : chunk_bytes_(chunk_bytes), pool_(pool) {}
-  void Release(uint8_t* data);
+  void Release(Block block);
+  void Free(const Block& block);
 
   const int64_t chunk_bytes_;
   arrow::MemoryPool* const pool_;
   Mutex mutex_;
-  /// At most the chunks ever in use at once.
-  std::vector<uint8_t*> free_ GUARDED_BY(mutex_);
+  /// Released blocks: at most the chunks ever in use at once.
+  std::vector<Block> free_ GUARDED_BY(mutex_);
 };
 
 /// Stages the layout's columns of a finished unit row-major: one sequential pass, in blocks

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "decode/flat_column.h"
 #include "decode/value_check.h"
 #include "manifest/chunk_checksums.h"
 #include "manifest/counting_file.h"
@@ -161,32 +162,71 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> DecodeUnchecked(const Manifes
                                                   std::to_string(fetch->end_byte));
   }
   const auto fetched = Stats::Clock::now();
-  std::shared_ptr<arrow::Table> table;
+  const ManifestFile& file = manifest.files()[unit.file];
+  int64_t num_rows = 0;
+  // Flat number columns straight from Parquet's column reader (flat_column.h); the rest,
+  // and any such column that holds a null or fails to read, by Parquet's Arrow reader.
+  std::vector<std::shared_ptr<arrow::ArrayData>> flat(fetch->columns.size());
+  std::vector<int> others;
   BEGIN_PARQUET_CATCH_EXCEPTIONS
-  parquet::ArrowReaderProperties properties;
-  properties.set_use_threads(false);  // parallelism is across units, in our pool
-  properties.set_pre_buffer(false);   // done by StartFetch
-  ARROW_ASSIGN_OR_RAISE(
-      auto reader, parquet::arrow::FileReader::Make(pool, std::move(fetch->reader), properties));
-  ARROW_ASSIGN_OR_RAISE(table, reader->ReadRowGroup(unit.row_group, fetch->leaves));
-  END_PARQUET_CATCH_EXCEPTIONS
-
-  // A unit that reads partition columns only decodes no column at all: its row count is
-  // the row group's.
-  int64_t num_rows = table->num_rows();
-  if (fetch->leaves.empty()) {
-    ARROW_ASSIGN_OR_RAISE(auto metadata, manifest.FileMetadata(unit.file));
-    num_rows = metadata->RowGroup(unit.row_group)->num_rows();
+  // The footer the reader holds (the manifest's cache may have dropped it meanwhile).
+  const parquet::FileMetaData& metadata = *fetch->reader->metadata();
+  num_rows = metadata.RowGroup(unit.row_group)->num_rows();
+  const parquet::SchemaDescriptor& descriptors = *metadata.schema();
+  std::shared_ptr<parquet::RowGroupReader> row_group;
+  for (size_t k = 0; k < fetch->columns.size(); ++k) {
+    const int c = fetch->columns[k];
+    const auto& leaves = file.column_leaves[c];
+    const auto& type = manifest.schema()->field(c)->type();
+    if (leaves.size() == 1 && DecodesFlat(*descriptors.Column(leaves[0]), *type)) {
+      if (row_group == nullptr) row_group = fetch->reader->RowGroup(unit.row_group);
+      auto decoded = CatchAll(
+          [&] { return DecodeFlatColumn(row_group.get(), leaves[0], type, num_rows, pool); });
+      if (decoded.ok() && *decoded != nullptr) {
+        flat[k] = std::move(decoded).ValueUnsafe();
+        continue;
+      }
+    }
+    others.insert(others.end(), leaves.begin(), leaves.end());
   }
+  END_PARQUET_CATCH_EXCEPTIONS
+  std::shared_ptr<arrow::Table> table;
+  if (!others.empty()) {
+    BEGIN_PARQUET_CATCH_EXCEPTIONS
+    parquet::ArrowReaderProperties properties;
+    properties.set_use_threads(false);  // parallelism is across units, in our pool
+    properties.set_pre_buffer(false);   // done by StartFetch
+    ARROW_ASSIGN_OR_RAISE(
+        auto reader, parquet::arrow::FileReader::Make(pool, std::move(fetch->reader), properties));
+    ARROW_ASSIGN_OR_RAISE(table, reader->ReadRowGroup(unit.row_group, others));
+    END_PARQUET_CATCH_EXCEPTIONS
+    if (table->num_rows() != num_rows) {
+      // Rows other than the footer's: with no flat column, the unit's row check says the
+      // file changed (exec/unit_reader.cc), as it did before flat columns were decoded apart.
+      const bool any_flat =
+          std::any_of(flat.begin(), flat.end(), [](const auto& array) { return array != nullptr; });
+      if (any_flat) {
+        return arrow::Status::IOError("its columns decoded to ", table->num_rows(),
+                                      " rows where its footer says ", num_rows);
+      }
+      num_rows = table->num_rows();
+    }
+  }
+
   // Columns in the order asked for, whatever order the file stores them in; a partition
   // column is the file's constant, repeated.
   arrow::FieldVector fields;
   arrow::ChunkedArrayVector chunks;
-  for (int c : fetch->columns) {
+  for (size_t k = 0; k < fetch->columns.size(); ++k) {
+    const int c = fetch->columns[k];
     const auto& field = manifest.schema()->field(c);
+    fields.push_back(field);
+    if (flat[k] != nullptr) {
+      chunks.push_back(std::make_shared<arrow::ChunkedArray>(arrow::MakeArray(flat[k])));
+      continue;
+    }
     if (auto value = manifest.PartitionValue(unit.file, c); value != nullptr) {
       ARROW_ASSIGN_OR_RAISE(auto constant, arrow::MakeArrayFromScalar(*value, num_rows, pool));
-      fields.push_back(field);
       chunks.push_back(std::make_shared<arrow::ChunkedArray>(std::move(constant)));
       continue;
     }
@@ -195,7 +235,6 @@ arrow::Result<std::shared_ptr<arrow::RecordBatch>> DecodeUnchecked(const Manifes
       return arrow::Status::Invalid("column '", field->name(), "' did not decode as ",
                                     field->type()->ToString());
     }
-    fields.push_back(field);
     chunks.push_back(std::move(column));
   }
   table = arrow::Table::Make(arrow::schema(fields), std::move(chunks), num_rows);

@@ -259,5 +259,34 @@ TEST(ChunkPoolTest, RecyclesFullChunksAndOutlivesItsOwner) {
   b->reset();
 }
 
+TEST(ChunkPoolTest, RecyclesSmallerChunksWithinItsBound) {
+  auto pool = ChunkPool::Make(4096, arrow::default_memory_pool());
+  const uint8_t* unit = nullptr;
+  {
+    auto a = pool->Acquire(1000);  // a unit of fewer rows than a chunk
+    ASSERT_TRUE(a.ok());
+    unit = (*a)->data();
+  }
+  const uint8_t* larger = nullptr;
+  {
+    auto again = pool->Acquire(1000);
+    ASSERT_TRUE(again.ok());
+    EXPECT_EQ((*again)->data(), unit);  // the same size comes back
+    EXPECT_EQ((*again)->size(), 1000);
+  }
+  {
+    // No kept block holds 2000 bytes: the kept one is freed, a new one allocated.
+    auto big = pool->Acquire(2000);
+    ASSERT_TRUE(big.ok());
+    EXPECT_EQ((*big)->size(), 2000);
+    EXPECT_EQ(reinterpret_cast<uintptr_t>((*big)->data()) % 64, 0u);
+    larger = (*big)->data();
+  }
+  auto smaller = pool->Acquire(1500);  // the kept 2000-byte block holds it
+  ASSERT_TRUE(smaller.ok());
+  EXPECT_EQ((*smaller)->data(), larger);
+  EXPECT_EQ((*smaller)->size(), 1500);
+}
+
 }  // namespace
 }  // namespace stoker
