@@ -20,13 +20,13 @@ arrow::Result<std::shared_ptr<FlightConnection>> FlightConnection::Connect(Serve
   options.tls_root_certs = address.tls_root_certs;
   ARROW_ASSIGN_OR_RAISE(auto client, flight::FlightClient::Connect(*location, options));
   return std::shared_ptr<FlightConnection>(
-      new FlightConnection(std::move(address), std::move(client)));
+      new FlightConnection(std::move(client), std::move(address.headers)));
 }
 
-FlightConnection::FlightConnection(ServerAddress address,
-                                   std::unique_ptr<flight::FlightClient> client)
-    : address_(std::move(address)), client_(std::move(client)) {
-  call_options_.headers = address_.headers;
+FlightConnection::FlightConnection(std::unique_ptr<flight::FlightClient> client,
+                                   std::vector<std::pair<std::string, std::string>> headers)
+    : client_(std::move(client)) {
+  call_options_.headers = std::move(headers);
 }
 
 std::unique_ptr<ReadAheadStream> FlightConnection::Read(std::string ticket, int depth) {

@@ -37,7 +37,7 @@ class ReadAheadStream;
 /// them (each holds it).
 class FlightConnection : public std::enable_shared_from_this<FlightConnection> {
  public:
-  /// An InvalidArgument naming the location when it does not parse; connecting itself is lazy
+  /// Invalid, naming the location, when it does not parse; connecting itself is lazy
   /// (an unreachable server is the first read's error).
   static arrow::Result<std::shared_ptr<FlightConnection>> Connect(ServerAddress address);
 
@@ -45,14 +45,13 @@ class FlightConnection : public std::enable_shared_from_this<FlightConnection> {
   /// the consumer.
   std::unique_ptr<ReadAheadStream> Read(std::string ticket, int depth);
 
-  const ServerAddress& address() const { return address_; }
   arrow::flight::FlightClient& client() { return *client_; }
   const arrow::flight::FlightCallOptions& call_options() const { return call_options_; }
 
  private:
-  FlightConnection(ServerAddress address, std::unique_ptr<arrow::flight::FlightClient> client);
+  FlightConnection(std::unique_ptr<arrow::flight::FlightClient> client,
+                   std::vector<std::pair<std::string, std::string>> headers);
 
-  ServerAddress address_;
   std::unique_ptr<arrow::flight::FlightClient> client_;
   arrow::flight::FlightCallOptions call_options_;
 };

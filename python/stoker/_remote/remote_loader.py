@@ -94,7 +94,9 @@ class _RemoteEpoch(_cursor.EpochIterator):
             try:
                 if k not in self._readers:
                     self._readers[k] = self._servers.open(k, self._stream, self._share, piece)
-                return self._readers[k].next()
+                received = self._readers[k].next()
+                self._stats["bytes_received"] += received.nbytes  # its buffers' bytes
+                return received
             except _client.RETRYABLE as error:
                 self._readers.pop(k, None)
                 backoff.wait(location, b, self._stream["epoch"], error)
@@ -126,10 +128,6 @@ class _RemoteEpoch(_cursor.EpochIterator):
         self._stats["wait_seconds"] += time.perf_counter() - started
         self._stats["rows"] += batch.num_rows
         self._stats["batches"] += 1
-        # The buffers' bytes (a joined batch's too): pyarrow's get_total_buffer_size(), as a
-        # _core.Batch's nbytes counts them.
-        self._stats["bytes_received"] += (batch.get_total_buffer_size()
-                                          if isinstance(batch, pa.RecordBatch) else batch.nbytes)
         self._next += 1
         planned = self._planned_rows(b)
         if trace is None:
