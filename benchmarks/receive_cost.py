@@ -23,15 +23,14 @@ from __future__ import annotations
 
 import argparse
 import os
-import re
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
 from stoker_devtools.bench import emit, interleaved, medians, run_json, write_json
+from stoker_devtools.serve import spawn
 
 BATCH = 4096
 CASES = ("doget", "remote-arrow", "remote-numpy", "remote-torch")
@@ -96,16 +95,6 @@ def one_epoch(kind: str, location: str) -> dict[str, Any]:
                if kind == "doget" else {})}
 
 
-def start_server(source: str, threads: int, cpus: str) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen(
-        ["taskset", "-c", cpus, sys.executable, "-m", "stoker", "serve", source, "--port", "0",
-         "--batch-size", str(BATCH), "--num-threads", str(threads)],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    match = re.search(r"listening on (\S+)", process.stdout.readline())
-    assert match, "server did not start"
-    return process, match.group(1)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("source")
@@ -127,7 +116,8 @@ def main() -> None:
 
         _gen.generate(Path(args.source), _gen.GenOptions(preset="criteo", rows=args.rows,
                                                          files=4), progress=False)
-    server, location = start_server(args.source, args.server_threads, args.server_cpus)
+    server, location = spawn(args.source, "--batch-size", str(BATCH), "--num-threads",
+                             str(args.server_threads), prefix=["taskset", "-c", args.server_cpus])
     load_before = os.getloadavg()
     try:
         cases = {kind: lambda _, kind=kind: run_json(

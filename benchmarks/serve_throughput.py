@@ -20,7 +20,6 @@ cores the remote setup uses).
 from __future__ import annotations
 
 import argparse
-import re
 import resource
 import subprocess
 import sys
@@ -30,6 +29,7 @@ from pathlib import Path
 import stoker
 from stoker.cli import gen as _gen
 from stoker_devtools.bench import emit, interleaved, median_of, medians, run_json, write_json
+from stoker_devtools.serve import spawn
 
 BATCH = 4096
 
@@ -53,14 +53,8 @@ def epoch(make) -> dict:
 
 
 def start_server(source: str, threads: int, cpus: str | None = None) -> tuple[subprocess.Popen, str]:
-    pin = ["taskset", "-c", cpus] if cpus else []
-    process = subprocess.Popen(
-        [*pin, sys.executable, "-m", "stoker", "serve", source, "--port", "0", "--batch-size",
-         str(BATCH), "--num-threads", str(threads), "--chunk-batches", "16"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    match = re.search(r"listening on (\S+)", process.stdout.readline())
-    assert match, "server did not start"
-    return process, match.group(1)
+    return spawn(source, "--batch-size", str(BATCH), "--num-threads", str(threads),
+                 "--chunk-batches", "16", prefix=["taskset", "-c", cpus] if cpus else [])
 
 
 def maker(args: argparse.Namespace, kind: str, locations: list[str]):

@@ -7,6 +7,7 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 COLUMNS = ["row_id", "label", "I1", "C1"]
@@ -52,6 +53,17 @@ class Server:
                 self.process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+def spawn(source: str, *flags: str, prefix: Sequence[str] = ()) -> tuple[subprocess.Popen, str]:
+    """`stoker serve SOURCE --port 0 FLAGS` after `prefix` (e.g. taskset -c 1), for the
+    benchmarks: the process and its location, once it listens."""
+    process = subprocess.Popen(
+        [*prefix, sys.executable, "-m", "stoker", "serve", source, "--port", "0", *flags],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    match = re.search(r"listening on (\S+)", process.stdout.readline())
+    assert match, "server did not start"
+    return process, match.group(1)
 
 
 def process_usage(pid: int) -> dict[str, int]:
