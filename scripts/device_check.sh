@@ -212,9 +212,9 @@ if ((jobs < 16)); then
   printf 'fleet-netns\tskipped: %s\t0\n' "$why" >>"$summary"
 elif why=$("$py" benchmarks/fleet_netns.py --check 2>&1); then
   step fleet-netns 180 "$py benchmarks/fleet_netns.py $work/criteo --servers 1,2,4,8 --server-cpus 1-8 --trainer-cpus 0,9-15 --repeats 3 --out $work/fleet_netns.json"
-  # The autoscaler's growth (docs/ray.md): a trainer on CPU 0 its own core cannot feed,
-  # servers behind 2 Gbit/s links on CPUs 1-8.
-  step autoscale-netns 120 "$py benchmarks/autoscale_netns.py $work/criteo --seconds 60 --step-ms 1.0 --server-rate 2gbit --trainer-cpus 0 --server-cpus 1-8 --out $work/autoscale_netns.json"
+  # The autoscaler's growth (docs/ray.md): a trainer on the whole of CPU 0 (no quota), its
+  # demand and the servers' links calibrated from its own rate; servers on CPUs 1-8.
+  step autoscale-netns 120 "$py benchmarks/autoscale_netns.py $work/criteo --seconds 60 --trainer-cpu-share 0 --trainer-cpus 0 --server-cpus 1-8 --out $work/autoscale_netns.json"
 else
   printf 'fleet-netns\tskipped: %s\t0\n' "${why//$'\n'/ }" >>"$summary"
   echo "fleet-netns: skipped: $why" | tee -a "$log"

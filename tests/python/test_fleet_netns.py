@@ -13,12 +13,13 @@ import re
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 import stoker
 from conftest import assert_same_batches
-from stoker_devtools import netns
+from stoker_devtools import cpu_quota, netns
 from stoker_devtools.serve import COLUMNS, OPTIONS
 
 REASON = netns.available()
@@ -127,7 +128,8 @@ def test_the_autoscale_demonstration_grows_a_fleet_from_nothing(criteo: Path,
     script = Path(__file__).parents[2] / "benchmarks" / "autoscale_netns.py"
     done = subprocess.run(
         [sys.executable, str(script), str(criteo), "--seconds", "12", "--step-ms", "0.2",
-         "--max-servers", "1", "--server-rate", "1gbit", "--out", str(out)],
+         "--max-servers", "1", "--server-rate", "1gbit", "--trainer-cpu-share", "0",
+         "--split-window-seconds", "1", "--out", str(out)],
         capture_output=True, text=True, timeout=240, check=False)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(out.read_text())
@@ -135,3 +137,30 @@ def test_the_autoscale_demonstration_grows_a_fleet_from_nothing(criteo: Path,
     assert "stall" in result["history"][0]["why"]
     assert result["stats"]["remote_batches"] > 0, result["stats"]
     assert {w["servers"] for w in result["windows"]} >= {0, 1}
+
+
+@pytest.mark.skipif(cpu_quota.available() is not None,
+                    reason=f"cpu_quota: {cpu_quota.available()}")
+def test_a_cpu_quota_holds_the_threads_it_is_given_and_spares_the_rest() -> None:
+    """stoker_devtools.cpu_quota (the autoscale demonstration's trainer host): a busy thread
+    held in a 0.2 quota runs about a fifth of the time; a spared one runs freely."""
+    code = "import time\nend = time.time() + 1.5\nwhile time.time() < end: pass"
+    spin = [sys.executable, "-c", code]
+
+    def cpu_seconds(pid: int) -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    with cpu_quota.CpuQuota(0.2) as quota:
+        held = subprocess.Popen(spin)
+        quota.hold(held.pid)
+        spared = subprocess.Popen(spin)
+        quota.hold(spared.pid, spare={spared.pid})
+        time.sleep(1.2)
+        used_held, used_spared = cpu_seconds(held.pid), cpu_seconds(spared.pid)
+        held.wait(timeout=10)
+        spared.wait(timeout=10)
+        assert quota.throttled()["throttled_periods"] > 0
+    assert used_held < 0.45, used_held  # 0.2 of 1.2 s, with the watcher's first 20 ms
+    assert used_spared > 2 * used_held, (used_spared, used_held)
+    assert quota.path is None  # the cgroup removed

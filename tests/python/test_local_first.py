@@ -138,6 +138,30 @@ def test_a_split_move_that_made_it_worse_is_undone_and_held() -> None:
         assert split.decide(window(0.0, 0.001), servers=1) == 2
 
 
+def test_a_held_move_holds_only_from_the_setting_it_failed_at() -> None:
+    split = _split.SplitController(_split.SplitOptions(), local=1)
+    assert split.decide(window(0.0, 0.3), servers=1) == 2  # the server stalls: more local
+    assert split.decide(window(0.4, 0.0), servers=1) == 1  # worse: undone, 1 -> 2 held
+    assert split.decide(window(0.0, 0.3), servers=1) == 1  # held: no 1 -> 2 again
+    split.local = 0  # the setting reached some other way (a move down that held)
+    assert split.decide(window(0.0, 0.3), servers=1) == 1  # 0 -> 1 is not the move held
+
+
+def test_the_split_says_the_servers_are_short_once_a_move_to_them_failed() -> None:
+    """A trainer stalled on its own share whose split tried the servers, stalled on them and
+    moved back: the servers must take more, which only a larger fleet can answer."""
+    split = _split.SplitController(_split.SplitOptions(), local=1)
+    stalled_here = window(0.3, 0.0)
+    assert split.decide(stalled_here, servers=1) == 0  # local stalls: all to the server
+    assert not split.servers_short(stalled_here)  # the move is to be judged first
+    assert split.decide(window(0.0, 0.5), servers=1) == 1  # worse on the server: undone
+    assert split.recent[-1]["why"] == "undo"
+    assert split.decide(stalled_here, servers=1) == 1  # the move to the server is held
+    assert split.servers_short(stalled_here)
+    assert not split.servers_short(window(0.005, 0.0))  # under the target: nothing asked
+    assert not split.servers_short(window(0.0, 0.3))  # waited on the servers: not this
+
+
 # The fleet's autoscale policy, on given reports (times in seconds from 0).
 
 def report(stall: float, remote: float = 0.0) -> dict:
@@ -156,6 +180,26 @@ def test_the_fleet_grows_from_none_on_stall_up_to_its_cap() -> None:
     # A trainer that waits on its own engine, with servers there, does not ask for more.
     policy.report("a", report(0.2, remote=0.0), now=3.0)
     assert policy.decide(1, now=3.0) is None
+
+
+def test_a_stall_the_split_cannot_move_or_any_window_since_the_last_look_grows_it() -> None:
+    policy = Autoscaler(AutoscaleOptions(max_servers=3, interval_s=3.0))
+    # Waited on its own share, with its split at its limit: the fleet must grow.
+    policy.report("a", {**report(0.3), "servers": 1, "servers_short": True}, now=0.0)
+    grown = policy.decide(1, now=0.0)
+    assert grown == (2, "stall 0.300 on its own share, the split at its limit")
+    # A window that asked for a server, followed by a quiet one before the next look: the
+    # look sees both (one window per interval would be chance).
+    policy.report("a", {**report(0.4, remote=0.4), "servers": 2}, now=1.0)
+    policy.report("a", {**report(0.001), "servers": 2}, now=2.0)
+    assert policy.decide(2, now=3.0) == (3, "stall 0.400 on the fleet")
+    # Windows read from fewer servers than the fleet has now (the third not joined yet when
+    # they were measured) ask for none.
+    policy.report("a", {**report(0.5, remote=0.5), "servers": 2}, now=4.0)
+    assert policy.decide(3, now=6.0) is None
+    # Without servers_short, waiting on its own share with servers there asks for none.
+    policy.report("a", {**report(0.3), "servers": 3}, now=7.0)
+    assert policy.decide(2, now=9.0) is None
 
 
 def test_the_fleet_shrinks_when_quiet_and_holds_a_shrink_that_stalled() -> None:

@@ -55,13 +55,19 @@ class LocalFirstEpoch(_cursor.EpochIterator):
         ctx.current_layout = self._layout
         self._local: _epoch.EngineReader | None = None
         self._remote: dict[int, _client.Stream] = {}
-        self._unread: set[int] = set()  # sources opened and not read from since
+        # Per source opened, its first batches not yet taken whose waits count in no window:
+        # its pipeline filling (the first batch, at an epoch's start or after a failure), or,
+        # opened by a move of the split, its whole first chunk (the read-ahead filling too:
+        # the next window judges the setting moved to, not the move, whose cost the hold
+        # rule bounds).
+        self._filling: dict[int, int] = {}
         self._blocked = 0.0  # seconds the batch being read has waited for its source
         self._meter = ctx.meter
         self._meter.resume(time.perf_counter())
 
-    def _open(self, first: int) -> None:
-        """Opens every source's share of the layout from batch `first` on."""
+    def _open(self, first: int, filling: int = 1) -> None:
+        """Opens every source's share of the layout from batch `first` on; the first
+        `filling` batches of each count in no window."""
         layout, stream = self._layout, self._stream
         if layout.local > 0:
             epoch = self._ctx.engine.start_share(
@@ -69,11 +75,11 @@ class LocalFirstEpoch(_cursor.EpochIterator):
                 shards=layout.period, shard=0, span=layout.local, chunk=layout.chunk,
                 first=first)
             self._local = _epoch.EngineReader(epoch, self._ctx.output)
-            self._unread.add(_split.LOCAL)
+            self._filling[_split.LOCAL] = filling
         for k in range(layout.servers):
-            self._open_server(k, first)
+            self._open_server(k, first, filling)
 
-    def _open_server(self, k: int, first: int) -> None:
+    def _open_server(self, k: int, first: int, filling: int = 1) -> None:
         assert self._servers is not None
         layout = self._layout
         ticket = self._servers.ticket(self._stream, shards=layout.period,
@@ -81,10 +87,10 @@ class LocalFirstEpoch(_cursor.EpochIterator):
                                       first=first)
         # A chunk ahead: the server fills its next chunk while the consumer takes the others'.
         self._remote[k] = self._servers.servers[k].read(ticket, depth=layout.chunk)
-        self._unread.add(k)
+        self._filling[k] = filling
 
     def _close_sources(self) -> None:
-        self._unread.clear()
+        self._filling.clear()
         if self._local is not None:
             self._local.epoch.close()
             self._local = None
@@ -131,9 +137,10 @@ class LocalFirstEpoch(_cursor.EpochIterator):
                                       f"before batch {b}") from None
 
     def _relayout(self, b: int, servers: _client.Servers | None,
-                  local: int | None = None) -> bool:
+                  local: int | None = None, moved: bool = False) -> bool:
         """Reads from `servers` with `local` chunks (None: as now) from batch b on; True when
-        the layout changed (every source reopened at b)."""
+        the layout changed (every source reopened at b). `moved`: by the window's end (the
+        split or the fleet moved), so each source's first chunk counts in no window."""
         layout = self._ctx.layout(servers, local)
         if layout == self._layout and servers is self._servers:
             return False
@@ -141,7 +148,7 @@ class LocalFirstEpoch(_cursor.EpochIterator):
         self._servers, self._layout = servers, layout
         self._ctx.current_layout = layout
         self._ctx.stats["relayouts"] += 1
-        self._open(b)
+        self._open(b, layout.chunk if moved else 1)
         return True
 
     def _read(self, b: int) -> Any:
@@ -169,8 +176,9 @@ class LocalFirstEpoch(_cursor.EpochIterator):
         stats["batches"] += 1
         stats["local_batches" if source == _split.LOCAL else "remote_batches"] += 1
         self._next += 1
-        if source in self._unread:  # its pipeline filling: in no window (as the engine's)
-            self._unread.discard(source)
+        left = self._filling.get(source, 0)
+        if left > 0:  # its first chunk, filling: in no window
+            self._filling[source] = left - 1
             self._meter.skip(wait)
         else:
             self._meter.add(source, wait)
@@ -189,8 +197,9 @@ class LocalFirstEpoch(_cursor.EpochIterator):
         local = ctx.split.decide(window, servers)
         if ctx.fleet is not None:
             ctx.fleet.report(ctx.trainer_id, {**window.figures(), "servers": servers,
-                                              "local_share": self._layout.local_share()})
-        self._relayout(self._next, ctx.connect(), local)
+                                              "local_share": self._layout.local_share(),
+                                              "servers_short": ctx.split.servers_short(window)})
+        self._relayout(self._next, ctx.connect(), local, moved=True)
 
     def _release(self) -> None:
         self._meter.pause(time.perf_counter())

@@ -119,7 +119,9 @@ class SplitController:
       trainer's own cores first);
     - the next window judges a move: one made on a stall that did not cut it by a tenth, or
       one made when quiet after which the stall is over the target, is undone, and that
-      direction held for 4 windows, doubling up to 256 at each failure in a row."""
+      move (from that setting, in that direction) held for 4 windows, doubling up to 256 at
+      each failure of it in a row; a move from another setting is not held by it (a split
+      that undid 1 -> 2 still tries 0 -> 1)."""
 
     options: SplitOptions
     local: int = 1
@@ -128,8 +130,9 @@ class SplitController:
     recent: deque[dict[str, Any]] = field(default_factory=lambda: deque(maxlen=32))
     _quiet: int = 0
     _pending: _Move | None = None
-    _hold_until: dict[int, int] = field(default_factory=dict)  # direction -> window
-    _hold_length: dict[int, int] = field(default_factory=dict)
+    # (local chunks moved from, direction) -> the window until which that move is held
+    _hold_until: dict[tuple[int, int], int] = field(default_factory=dict)
+    _hold_length: dict[tuple[int, int], int] = field(default_factory=dict)
     _random: random.Random | None = None
 
     def __post_init__(self) -> None:
@@ -150,11 +153,21 @@ class SplitController:
             reason = self._step(window)
         return self._made(before, window, reason)
 
+    def servers_short(self, window: Window) -> bool:
+        """After decide(): the window stalled on the trainer's own batches and the split
+        cannot give the servers more (a move to them stalled on them, was undone and is
+        held; a move just made is judged by the next window first): the fleet, not the
+        split, must answer it."""
+        if window.stall <= self.options.target_stall or window.local_wait < window.remote_wait:
+            return False
+        return self._pending is None and \
+            self._hold_until.get((self.local, -1), 0) > self.windows
+
     def _judge(self, window: Window) -> str | None:
         move, self._pending = self._pending, None
         if move is None:
             return None
-        direction = 1 if self.local > move.local else -1
+        held = (move.local, 1 if self.local > move.local else -1)
         # A move made on a stall must cut it by a tenth; one made when quiet must keep the
         # stall under the target. Either costs a new pipeline on every source, so a move
         # that buys nothing is undone and not tried again for a while.
@@ -162,11 +175,11 @@ class SplitController:
             else True
         if window.stall > self.options.target_stall and worse:
             self.local = move.local
-            length = min(256, self._hold_length.get(direction, 2) * 2)
-            self._hold_length[direction] = length
-            self._hold_until[direction] = self.windows + length
+            length = min(256, self._hold_length.get(held, 2) * 2)
+            self._hold_length[held] = length
+            self._hold_until[held] = self.windows + length
             return "undo"
-        self._hold_length[direction] = 2  # it worked: the next failure holds 4 windows
+        self._hold_length[held] = 2  # it worked: the next failure holds 4 windows
         return None
 
     def _step(self, window: Window) -> str | None:
@@ -190,7 +203,7 @@ class SplitController:
         wanted = self.local + direction
         if not 0 <= wanted <= self.options.max_local:
             return None
-        if self._hold_until.get(direction, 0) > self.windows:
+        if self._hold_until.get((self.local, direction), 0) > self.windows:
             return None
         self._pending = _Move(self.local, window.stall)
         self.local = wanted
@@ -229,9 +242,11 @@ class WindowMeter:
         self._local_wait = self._remote_wait = 0.0
 
     def skip(self, seconds: float) -> None:
-        """Leaves `seconds` out of the window: a source's first batch after it was opened
-        (an epoch's start, a new split), the pipeline filling rather than the setting."""
+        """A batch whose wait, `seconds`, is left out of the window: a source filling after
+        it was opened (an epoch's start, a new split) rather than the setting. The batch
+        counts toward the window's least batches."""
         self._started += seconds
+        self._batches += 1
 
     def add(self, owner: int, wait: float) -> None:
         self._batches += 1

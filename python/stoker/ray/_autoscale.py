@@ -50,7 +50,9 @@ class AutoscaleOptions:
 @dataclass
 class Autoscaler:
     """Grows the fleet by one server when a trainer waited over the target on the fleet's
-    batches (or waited over it with no server at all); shrinks it by one after
+    batches, or on its own with no server at all, or on its own when its split cannot give
+    the servers more (`servers_short`: it tried, and waited on them instead) — in any
+    window reported since the last look, not just the latest; shrinks it by one after
     `idle_intervals` intervals in which every trainer reporting was under a quarter of the
     target (or none reported). A shrink that a trainer's stall answers within two intervals
     is taken back, and shrinking held for 2, 4, ... 64 intervals (doubling at each such
@@ -59,6 +61,8 @@ class Autoscaler:
 
     options: AutoscaleOptions
     reports: dict[str, tuple[float, dict[str, Any]]] = field(default_factory=dict)
+    # Per trainer, its stalled window since the last look that asked for a server, if any.
+    wanted: dict[str, dict[str, Any]] = field(default_factory=dict)
     history: list[dict[str, Any]] = field(default_factory=list)
     _last_look: float = float("-inf")
     _quiet: int = 0
@@ -67,8 +71,17 @@ class Autoscaler:
     _shrink_held_until: float = float("-inf")
 
     def report(self, trainer: str, figures: dict[str, Any], now: float) -> None:
-        """A trainer's window: stall, remote_wait, local_wait (shares of its time), servers."""
+        """A trainer's window: stall, remote_wait, local_wait (shares of its time), servers,
+        servers_short (its split's word that the servers must take more)."""
         self.reports[trainer] = (now, dict(figures))
+        if self._wants(figures):
+            self.wanted[trainer] = dict(figures)
+
+    def _wants(self, f: dict[str, Any]) -> bool:
+        """A window that asks for one server more."""
+        return f["stall"] > self.options.target_stall and (
+            f.get("servers", 1) == 0 or f["remote_wait"] >= f["local_wait"]
+            or bool(f.get("servers_short")))
 
     def decide(self, servers: int, now: float | None = None) -> tuple[int, str] | None:
         """The size to move to and why, or None; at most one look per interval."""
@@ -80,8 +93,13 @@ class Autoscaler:
         fresh = [figures for at, figures in self.reports.values()
                  if now - at <= self.options.report_ttl_s]
         target = self.options.target_stall
-        wanting = [f for f in fresh if f["stall"] > target and
-                   (servers == 0 or f["remote_wait"] >= f["local_wait"])]
+        wanting = [f for f in fresh if servers == 0 and f["stall"] > target]
+        # A window read from fewer servers than there are now (one not joined yet when it
+        # was measured) says nothing of the fleet's size now.
+        wanting += [f for trainer, f in self.wanted.items()
+                    if now - self.reports[trainer][0] <= self.options.report_ttl_s
+                    and f.get("servers", servers) >= servers]
+        self.wanted.clear()
         if wanting:
             self._quiet = 0
             if self._shrunk_at is not None and now - self._shrunk_at <= 2 * interval:
@@ -89,7 +107,10 @@ class Autoscaler:
                 self._shrink_held_until = now + self._shrink_hold * interval
                 reason = "stall after a shrink: undone"
             else:
-                reason = f"stall {max(f['stall'] for f in wanting):.3f} on the fleet"
+                worst = max(wanting, key=lambda f: f["stall"])
+                where = "on the fleet" if worst["remote_wait"] >= worst["local_wait"] or \
+                    servers == 0 else "on its own share, the split at its limit"
+                reason = f"stall {worst['stall']:.3f} {where}"
             self._shrunk_at = None
             if servers < self.options.max_servers:
                 return self._change(servers + 1, reason)
