@@ -4,7 +4,7 @@
 // (what they did before, and what unshuffled epochs do). Prints the best of --repeats runs
 // in ns per row, which holds up on a busy machine far better than wall-clock throughput.
 //
-//   gather_benchmark [--preset criteo|wide|embeddings] [--repeats N] [--window ROWS]
+//   gather_benchmark [--preset criteo|wide|embeddings|dlrm] [--repeats N] [--window ROWS]
 //                    [--unit ROWS] [--pool jemalloc|mimalloc|system] [--recycle 0|1]
 #include <arrow/api.h>
 #include <sys/resource.h>
@@ -62,6 +62,18 @@ Preset MakePreset(const std::string& name) {
     fields.push_back(arrow::field("label", arrow::float32(), false));
     for (const char* v : {"embedding", "user_embedding"}) {
       fields.push_back(arrow::field(v, arrow::fixed_size_list(arrow::float32(), 64), false));
+    }
+  } else if (name == "dlrm") {
+    // The 40 columns the DLRM-Parquet workload reads (python/stoker/cli/gen.py's
+    // DLRM_PARQUET_READ, in file order: f float32, d float64, h float16, b int8; 160 bytes).
+    const std::string types = "fffdffffffhffhffdfffhfdfhbdfffdffffbbbff";
+    for (size_t i = 0; i < types.size(); ++i) {
+      const char t = types[i];
+      auto type = t == 'f' ? arrow::float32()
+                  : t == 'd' ? arrow::float64()
+                  : t == 'h' ? arrow::float16()
+                             : arrow::int8();
+      fields.push_back(arrow::field("feature_" + std::to_string(i), type, false));
     }
   } else {
     std::cerr << "unknown preset " << name << "\n";

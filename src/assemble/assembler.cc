@@ -125,15 +125,11 @@ arrow::Result<std::shared_ptr<arrow::ArrayData>> GatherGeneric(
   return result->data();
 }
 
-// Rows ahead of the one being scattered whose records are prefetched; enough to cover a
-// DRAM miss at a few nanoseconds of work per row.
-constexpr size_t kPrefetchRows = 8;
 // Cache lines prefetched per record (larger records rely on the hardware's streamer).
 constexpr int64_t kMaxPrefetchLines = 32;
-// Rows per tile and columns per group of the scatter (see GatherRecords): 64 columns' lines
-// for 64 rows of 8-byte values are 32 KiB, L1's size.
-constexpr size_t kTileRows = 64;
-constexpr size_t kGroupColumns = 64;
+// Rows per tile of the scatter (see GatherRecords): a tile's records (at most 32 lines each)
+// stay in L1/L2 while every column is copied out of them, and the next tile's are fetched.
+constexpr size_t kTileRows = 32;
 
 // One staged column's output while the batch is scattered.
 struct ScatterTarget {
@@ -161,22 +157,50 @@ std::shared_ptr<arrow::ArrayData> FinishTarget(const std::shared_ptr<arrow::Data
   return data;
 }
 
-// Copies row i's value of one staged column from its record into the column's output.
-inline void ScatterOne(const uint8_t* rec, int64_t i, ScatterTarget* t) {
+// Rows [begin, end)'s values of one column of `Word`-sized values at `offset` in their
+// records: the width fixed at compile time, so the loop is a load and a store a row.
+template <typename Word>
+void ScatterWords(const uint8_t* const* records, size_t begin, size_t end, int64_t offset,
+                  uint8_t* out) {
+  auto* dst = reinterpret_cast<Word*>(out);
+  for (size_t i = begin; i < end; ++i) std::memcpy(dst + i, records[i] + offset, sizeof(Word));
+}
+
+// Copies rows [begin, end) of one staged column from their records into its output.
+void ScatterColumn(const uint8_t* const* records, size_t begin, size_t end, ScatterTarget* t) {
   const RowLayout::Column& c = *t->column;
   if (c.is_bool) {
-    arrow::bit_util::SetBitTo(t->values, i, rec[c.offset] != 0);
-  } else if (c.width == 4) {
-    std::memcpy(t->values + i * 4, rec + c.offset, 4);
-  } else if (c.width == 8) {
-    std::memcpy(t->values + i * 8, rec + c.offset, 8);
+    for (size_t i = begin; i < end; ++i) {
+      arrow::bit_util::SetBitTo(t->values, static_cast<int64_t>(i), records[i][c.offset] != 0);
+    }
   } else {
-    std::memcpy(t->values + i * c.width, rec + c.offset, c.width);
+    switch (c.width) {
+      case 1:
+        ScatterWords<uint8_t>(records, begin, end, c.offset, t->values);
+        break;
+      case 2:
+        ScatterWords<uint16_t>(records, begin, end, c.offset, t->values);
+        break;
+      case 4:
+        ScatterWords<uint32_t>(records, begin, end, c.offset, t->values);
+        break;
+      case 8:
+        ScatterWords<uint64_t>(records, begin, end, c.offset, t->values);
+        break;
+      default:
+        for (size_t i = begin; i < end; ++i) {
+          std::memcpy(t->values + i * c.width, records[i] + c.offset, c.width);
+        }
+    }
   }
   if (t->validity != nullptr) {
-    const bool valid = rec[c.valid_offset] != 0;
-    arrow::bit_util::SetBitTo(t->validity, i, valid);
-    t->null_count += valid ? 0 : 1;
+    int64_t nulls = 0;
+    for (size_t i = begin; i < end; ++i) {
+      const bool valid = records[i][c.valid_offset] != 0;
+      arrow::bit_util::SetBitTo(t->validity, static_cast<int64_t>(i), valid);
+      nulls += valid ? 0 : 1;
+    }
+    t->null_count += nulls;
   }
 }
 
@@ -192,39 +216,32 @@ void PrefetchOutputRows(const std::vector<ScatterTarget>& targets, size_t begin,
   }
 }
 
-// Gathers every staged column at once, record by record: a row's record is a few adjacent
-// cache lines (prefetched kPrefetchRows ahead), scattered into the batch's column buffers.
-// Rows go in tiles and columns in groups, so the output lines being written (a group's
-// columns for a tile's rows) stay in L1 even for schemas of hundreds of columns, while the
-// tile's records stay in L2 across the groups.
+// Gathers every staged column at once, a tile of rows at a time: a row's record is a few
+// adjacent cache lines; the next tile's records (and output lines) are prefetched while
+// this tile's are scattered column by column, each column a loop of fixed-width copies out
+// of records already in cache (no per-value branch on the column's type), into
+// consecutive output bytes.
 void GatherRecords(const RowLayout& layout, const Gather& g,
                    const std::vector<const StagedUnit*>& units,
                    std::vector<ScatterTarget>* targets) {
   const size_t n = g.row.size();
-  // The first tile's output lines and records are on their way while the rest is set up;
-  // each tile then prefetches the next one's output and the records kPrefetchRows ahead.
-  PrefetchOutputRows(*targets, 0, std::min(n, kTileRows));
   std::vector<const uint8_t*> records(n);
   for (size_t i = 0; i < n; ++i) records[i] = units[g.unit[i]]->record(g.row[i]);
   const int64_t lines = std::min<int64_t>((layout.stride + 63) / 64, kMaxPrefetchLines);
-  auto prefetch_record = [&](size_t i) {
-    for (int64_t line = 0; line < lines; ++line) __builtin_prefetch(records[i] + line * 64);
+  auto prefetch_records = [&](size_t begin, size_t end) {
+    for (size_t i = begin; i < end; ++i) {
+      for (int64_t line = 0; line < lines; ++line) __builtin_prefetch(records[i] + line * 64);
+    }
   };
-  for (size_t i = 0; i < std::min(n, kPrefetchRows); ++i) prefetch_record(i);
-  const size_t num_targets = targets->size();
+  prefetch_records(0, std::min(n, kTileRows));
+  PrefetchOutputRows(*targets, 0, std::min(n, kTileRows));
   for (size_t tile = 0; tile < n; tile += kTileRows) {
     const size_t tile_end = std::min(n, tile + kTileRows);
-    PrefetchOutputRows(*targets, tile_end, std::min(n, tile_end + kTileRows));
-    for (size_t group = 0; group < num_targets; group += kGroupColumns) {
-      const size_t group_end = std::min(num_targets, group + kGroupColumns);
-      for (size_t i = tile; i < tile_end; ++i) {
-        // The first group's pass brings the records in; later passes find them in L2.
-        if (group == 0 && i + kPrefetchRows < n) prefetch_record(i + kPrefetchRows);
-        const uint8_t* rec = records[i];
-        for (size_t k = group; k < group_end; ++k) {
-          ScatterOne(rec, static_cast<int64_t>(i), &(*targets)[k]);
-        }
-      }
+    const size_t next_end = std::min(n, tile_end + kTileRows);
+    prefetch_records(tile_end, next_end);
+    PrefetchOutputRows(*targets, tile_end, next_end);
+    for (ScatterTarget& target : *targets) {
+      ScatterColumn(records.data(), tile, tile_end, &target);
     }
   }
 }
