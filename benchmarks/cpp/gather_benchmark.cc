@@ -69,7 +69,7 @@ Preset MakePreset(const std::string& name) {
     const std::string types = "fffdffffffhffhffdfffhfdfhbdfffdffffbbbff";
     for (size_t i = 0; i < types.size(); ++i) {
       const char t = types[i];
-      auto type = t == 'f' ? arrow::float32()
+      auto type = t == 'f'   ? arrow::float32()
                   : t == 'd' ? arrow::float64()
                   : t == 'h' ? arrow::float16()
                              : arrow::int8();
