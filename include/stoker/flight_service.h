@@ -40,6 +40,10 @@ struct ServeOptions {
   /// the client gets an error if it comes back, and RemoteLoader reconnects from the batch it
   /// needs. Bounds what clients that stop reading can hold. 0: never.
   int64_t stream_idle_timeout_s = 300;
+  /// On Shutdown() or SIGINT/SIGTERM: no new call is taken, and the streams open may go on
+  /// for this many seconds, then are cancelled (their clients get Cancelled and, reading a
+  /// fleet, read the rest from the servers left). 0: cancelled at once.
+  int64_t shutdown_grace_s = 10;
 
   /// Checks ranges and that TLS has both halves; the message names the option.
   arrow::Status Validate() const;
@@ -142,7 +146,8 @@ class FlightService {
 
   /// The port it listens on.
   virtual int port() const = 0;
-  /// Serves until Shutdown() or SIGINT/SIGTERM.
+  /// Serves until Shutdown() or SIGINT/SIGTERM (the first server alive in a process owns
+  /// the signals), each within ServeOptions::shutdown_grace_s of its open streams.
   virtual arrow::Status Serve() = 0;
   virtual arrow::Status Shutdown() = 0;
   /// The configuration it advertises (JSON; the descriptor of its one flight).

@@ -323,6 +323,7 @@ void BindServeOptions(nb::module_& m) {
       .Field("max_streams", &ServeOptions::max_streams)
       .Field("chunk_batches", &ServeOptions::chunk_batches)
       .Field("stream_idle_timeout_s", &ServeOptions::stream_idle_timeout_s)
+      .Field("shutdown_grace_s", &ServeOptions::shutdown_grace_s)
       .Finish()
       .def(
           "validate", [](const ServeOptions& o) { ThrowIfError(o.Validate()); },

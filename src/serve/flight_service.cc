@@ -15,6 +15,7 @@
 #include "manifest/manifest.h"
 #include "plan/plan.h"
 #include "serve/selection.h"
+#include "serve/stop_signals.h"
 #include "serve/stream_ledger.h"
 #include "serve/stream_source.h"
 #include "serve/ticket.h"
@@ -210,7 +211,12 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
     }
     ARROW_RETURN_NOT_OK(Init(server_options));
     ARROW_ASSIGN_OR_RAISE(location_, AdvertisedLocation());
-    return SetShutdownOnSignals({SIGINT, SIGTERM});
+    // SIGINT / SIGTERM shut it down with the grace deadline (Flight's SetShutdownOnSignals
+    // waits for every call, and a client that stops reading never ends its stream). The
+    // process's first server owns the signals; another alive in it at the same time serves
+    // until Shutdown() is called.
+    ARROW_UNUSED(stop_signals_.Install([this](int) { ARROW_UNUSED(Shutdown()); }));
+    return arrow::Status::OK();
   }
 
   // Where endpoints send clients: this server's address and bound port, or, bound to a
@@ -226,7 +232,15 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
 
   int port() const override { return FlightServerBase::port(); }
   arrow::Status Serve() override { return FlightServerBase::Serve(); }
-  arrow::Status Shutdown() override { return FlightServerBase::Shutdown(); }
+  // Stops taking calls; those in flight (streams) may finish within shutdown_grace_s, then
+  // are cancelled. Returns once every call has ended; a second call (a signal, then the
+  // caller's own) returns at once, as Flight's may be called only once.
+  arrow::Status Shutdown() override {
+    if (shut_down_.exchange(true)) return arrow::Status::OK();
+    const auto deadline =
+        std::chrono::system_clock::now() + std::chrono::seconds(options_.shutdown_grace_s);
+    return FlightServerBase::Shutdown(&deadline);
+  }
   const std::string& config_json() const override { return config_json_; }
 
   ServeStats stats() const override {
@@ -394,6 +408,8 @@ class StokerFlightServer final : public flight::FlightServerBase, public FlightS
   std::shared_ptr<ServeCounters> counters_ = std::make_shared<ServeCounters>();
   StreamLedger ledger_;
   StreamRegistry streams_{options_.stream_idle_timeout_s};
+  std::atomic<bool> shut_down_{false};
+  StopSignals stop_signals_;  // last: its watcher, which calls Shutdown(), goes first
 };
 
 }  // namespace
@@ -408,6 +424,9 @@ arrow::Status ServeOptions::Validate() const {
   if (stream_idle_timeout_s < 0) {
     return arrow::Status::Invalid("stream_idle_timeout_s must be >= 0, got ",
                                   stream_idle_timeout_s);
+  }
+  if (shutdown_grace_s < 0) {
+    return arrow::Status::Invalid("shutdown_grace_s must be >= 0, got ", shutdown_grace_s);
   }
   if (tls_cert_pem.empty() != tls_key_pem.empty()) {
     return arrow::Status::Invalid("TLS needs both a certificate and a key");

@@ -6,6 +6,7 @@ mid-epoch and restarted, a client that goes away, bad tickets, unreachable serve
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -19,7 +20,7 @@ import stoker
 from conftest import assert_same_batches, damage_row_group
 from pyarrow import flight
 from stoker._remote.client import ticket
-from stoker_devtools.serve import COLUMNS, OPTIONS, Server
+from stoker_devtools.serve import COLUMNS, OPTIONS, Server, spawn
 
 
 def local(criteo: Path, **kw) -> list:
@@ -270,3 +271,44 @@ def test_unreachable_server_and_mismatched_options(servers) -> None:
     server = servers()
     with pytest.raises(ValueError, match="batch_size: asked 64, served 700"):
         stoker.RemoteLoader([server.location], batch_size=64)
+
+
+@pytest.fixture(scope="module")
+def criteo_large(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """300,000 criteo rows (80 MB of batches an epoch: more than a stream's socket buffers,
+    flow-control window and read-ahead hold, so a client that stops reading holds its
+    stream open)."""
+    from stoker.cli import gen as _gen
+
+    out = tmp_path_factory.mktemp("criteo-large")
+    _gen.generate(out, _gen.GenOptions(preset="criteo", rows=300_000, files=1), progress=False)
+    return out
+
+
+@pytest.mark.parametrize("grace", [0, 2])
+def test_sigterm_stops_a_server_whose_client_stopped_reading(criteo_large: Path,
+                                                             grace: int) -> None:
+    """A trainer that took one batch and then stopped reading keeps its stream open (gRPC's
+    flow control holds the server's writes): SIGTERM still stops the server, its open stream
+    given --shutdown-grace first, with exit status 0; the client's next reads fail by name.
+    (Flight's own signal handling waited for the stream: up to --stream-idle-timeout.)"""
+    process, location = spawn(str(criteo_large), "--batch-size", "4096", "--num-threads", "1",
+                              "--shutdown-grace", str(grace))
+    try:
+        remote = stoker.RemoteLoader(location, batch_size=4096, reconnect_timeout=0)
+        batches = iter(remote)
+        next(batches)
+        time.sleep(1.0)  # the stream fills what flow control lets it
+        started = time.monotonic()
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=grace + 20)
+        took = time.monotonic() - started
+        assert process.returncode == 0
+        assert took >= grace * 0.9, took  # the open stream had its grace
+        with pytest.raises((ConnectionError, flight.FlightError)):
+            for _ in batches:
+                pass
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()

@@ -13,7 +13,7 @@ def serve(source: Any, *, host: str, port: int, token_file: str | None,
           tls_cert: str | None, tls_key: str | None, max_streams: int, chunk_batches: int,
           stream_idle_timeout_s: int, loader_options: dict[str, Any],
           transforms_file: str | None, metrics_port: int | None = None,
-          trace: str | None = None) -> int:
+          trace: str | None = None, shutdown_grace_s: int = 10) -> int:
     from stoker import _core
     from stoker._loading import mixture as _mixture
     from stoker._loading import mixture_loader as _mixture_loader
@@ -29,6 +29,7 @@ def serve(source: Any, *, host: str, port: int, token_file: str | None,
     loader, server = start(source, serve_options={
         "host": host, "port": port, "token": token, "max_streams": max_streams,
         "chunk_batches": chunk_batches, "stream_idle_timeout_s": stream_idle_timeout_s,
+        "shutdown_grace_s": shutdown_grace_s,
         "tls_cert_pem": Path(tls_cert).read_text() if tls_cert else "",
         "tls_key_pem": Path(tls_key).read_text() if tls_key else ""},
         loader_options=loader_options)
@@ -41,7 +42,7 @@ def serve(source: Any, *, host: str, port: int, token_file: str | None,
     if metrics_port is not None:
         _serve_metrics(server, loader, host, metrics_port)
     if trace is None:
-        server.serve()  # until Ctrl-C / SIGTERM
+        server.serve()  # until Ctrl-C / SIGTERM, then its streams' grace
         return 0
     writer = _TraceWriter(loader, server, trace)
     try:

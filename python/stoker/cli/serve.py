@@ -55,6 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds a client may ask for no batch before its stream is "
                              "released (its memory and threads freed; 0: never; default "
                              "%(default)s)")
+    parser.add_argument("--shutdown-grace", type=_flags.non_negative_int,
+                        default=_SERVE.shutdown_grace_s,
+                        help="on SIGTERM or Ctrl-C, seconds the open streams may go on before "
+                             "they are cancelled and the server exits (default %(default)s)")
     parser.add_argument("--trace", metavar="PATH",
                         help="keep a timeline of the engine's work for every stream and write "
                              "it to PATH as Chrome trace JSON (every 5 s while serving and at "
@@ -81,5 +85,5 @@ def run(args: argparse.Namespace) -> int:
         source, host=args.host, port=args.port, token_file=args.token_file,
         tls_cert=args.tls_cert, tls_key=args.tls_key, max_streams=args.max_streams,
         chunk_batches=args.chunk_batches, stream_idle_timeout_s=args.stream_idle_timeout,
-        transforms_file=args.transforms, metrics_port=args.metrics_port, trace=args.trace,
+        shutdown_grace_s=args.shutdown_grace, transforms_file=args.transforms, metrics_port=args.metrics_port, trace=args.trace,
         loader_options=_flags.loader_options(args))
