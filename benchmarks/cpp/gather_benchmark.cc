@@ -6,6 +6,7 @@
 //
 //   gather_benchmark [--preset criteo|wide|embeddings|dlrm] [--repeats N] [--window ROWS]
 //                    [--unit ROWS] [--pool jemalloc|mimalloc|system] [--recycle 0|1]
+//                    [--plan-version N]
 #include <arrow/api.h>
 #include <sys/resource.h>
 
@@ -119,6 +120,7 @@ int Run(int argc, char** argv) {
   int64_t unit_rows = 65536;
   std::string pool_name = "jemalloc";
   bool recycle = true;  // batches from a RecyclingPool, as loaders do
+  int plan_version = kLatestPlanVersion;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--preset") preset_name = argv[i + 1];
@@ -127,6 +129,7 @@ int Run(int argc, char** argv) {
     if (flag == "--unit") unit_rows = std::stoll(argv[i + 1]);
     if (flag == "--pool") pool_name = argv[i + 1];
     if (flag == "--recycle") recycle = std::string(argv[i + 1]) == "1";
+    if (flag == "--plan-version") plan_version = std::stoi(argv[i + 1]);
   }
   const Preset preset = MakePreset(preset_name);
   arrow::MemoryPool* pool = nullptr;
@@ -154,6 +157,7 @@ int Run(int argc, char** argv) {
   PlanConfig config;
   config.window_rows = window_rows;
   config.batch_size = 4096;
+  config.plan_version = plan_version;
   auto plan = EpochPlan::Make(rows_per_unit, config).ValueOrDie();
   const Assembler assembler(LayoutOf(source));
 
@@ -180,9 +184,11 @@ int Run(int argc, char** argv) {
   };
 
   const int64_t rows = plan.windows()[0].num_rows;
-  std::printf("preset %s: %d columns, window %lld rows in %lld units, row-major stride %lld B\n",
-              preset.name.c_str(), preset.schema->num_fields(), static_cast<long long>(rows),
-              static_cast<long long>(num_units), static_cast<long long>(layout->stride));
+  std::printf(
+      "preset %s: %d columns, window %lld rows in %lld units, row-major stride %lld B, plan "
+      "version %d\n",
+      preset.name.c_str(), preset.schema->num_fields(), static_cast<long long>(rows),
+      static_cast<long long>(num_units), static_cast<long long>(layout->stride), plan_version);
   for (bool staged : {false, true}) {
     double best_gather = std::numeric_limits<double>::max();
     double best_stage = std::numeric_limits<double>::max();

@@ -60,9 +60,9 @@ def petastorm_order(rows: int, row_group: int, buffer: int, seed: int) -> np.nda
     return out
 
 
-def stoker_order(source: Path, window: int, seed: int) -> np.ndarray:
+def stoker_order(source: Path, window: int, seed: int, plan_version: int) -> np.ndarray:
     loader = stoker.Loader(source, columns=["row_id"], batch_size=BATCH, seed=seed,
-                           shuffle_window=window)
+                           shuffle_window=window, plan_version=plan_version)
     return np.concatenate([b["row_id"] for b in loader])
 
 
@@ -88,6 +88,8 @@ def main() -> None:
     parser.add_argument("--json", help="write the results here")
     parser.add_argument("--windows", help="comma-separated window sizes in rows (default: one "
                         "row group, 5%%, 10%%, 25%%, 50%% and all of the rows)")
+    parser.add_argument("--plan-version", type=int, default=stoker._core.LATEST_PLAN_VERSION,
+                        help="the plan Stoker follows (default %(default)s)")
     args = parser.parse_args()
     rows, row_group = args.rows, args.row_group
     windows = ([int(w) for w in args.windows.split(",")] if args.windows
@@ -99,10 +101,11 @@ def main() -> None:
         uniform = mean_metrics([np.random.default_rng(s).permutation(rows) for s in SEEDS],
                                rows)
         results = {"rows": rows, "row_group": row_group, "batch_size": BATCH,
+                   "plan_version": args.plan_version,
                    "uniform": uniform, "stoker": {}, "petastorm": {}}
         def measure(window: int) -> None:
             results["stoker"][window] = mean_metrics(
-                [stoker_order(source, window, seed) for seed in SEEDS], rows)
+                [stoker_order(source, window, seed, args.plan_version) for seed in SEEDS], rows)
             results["petastorm"][window] = mean_metrics(
                 [petastorm_order(rows, row_group, window, seed) for seed in SEEDS], rows)
 
@@ -110,7 +113,8 @@ def main() -> None:
             print(f"window {window:>9,} rows done ({timed(measure, window)[1]:.1f} s)",
                   flush=True)
 
-    print(f"\n{rows:,} rows stored sorted, row groups of {row_group:,}, batches of {BATCH}; "
+    print(f"\n{rows:,} rows stored sorted, row groups of {row_group:,}, batches of {BATCH}, "
+          f"plan version {args.plan_version}; "
           "ratios to a uniform permutation (1.00 = as good as uniform)\n")
     print(f"{'window/buffer rows':>18} | {'stoker spread':>13} {'label':>6} {'corr':>6} | "
           f"{'petastorm spread':>16} {'label':>6} {'corr':>6}")

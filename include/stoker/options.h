@@ -17,6 +17,7 @@
 #include "stoker/codec_options.h"
 #include "stoker/fields.h"
 #include "stoker/partition_options.h"
+#include "stoker/plan_version.h"
 #include "stoker/storage_options.h"
 #include "stoker/transform_options.h"
 
@@ -162,6 +163,11 @@ struct LoaderOptions {
   /// (up to twice as many at window boundaries) stay resident. 0 means
   /// kDefaultShuffleWindowRows. Ignored when shuffle is false.
   int64_t shuffle_window = 0;
+  /// Which plan the epochs follow (stoker/plan_version.h): kFirstPlanVersion reproduces the
+  /// batches of releases before kLatestPlanVersion existed, which shuffles as well in about
+  /// half the steps on most window sizes (docs/shuffle.md, "Plan versions"). A saved state
+  /// resumes only under the version it was saved with.
+  int plan_version = kLatestPlanVersion;
   /// This process's place among world_size data-parallel ranks; 0 <= rank < world_size.
   int rank = 0;
   /// Number of data-parallel ranks sharing the epoch (>= 1). Ranks see disjoint rows and
@@ -272,6 +278,7 @@ constexpr auto FieldsOf(const LoaderOptions&) {
                     Field{"columns", &O::columns},
                     Field{"batch_size", &O::batch_size},
                     Field{"shuffle", &O::shuffle},
+                    Field{"plan_version", &O::plan_version},
                     Field{"rank", &O::rank},
                     Field{"world_size", &O::world_size},
                     Field{"drop_last", &O::drop_last},

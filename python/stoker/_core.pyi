@@ -342,6 +342,12 @@ class LoaderOptions:
     def shuffle(self, arg: bool, /) -> None: ...
 
     @property
+    def plan_version(self) -> int: ...
+
+    @plan_version.setter
+    def plan_version(self, arg: int, /) -> None: ...
+
+    @property
     def rank(self) -> int: ...
 
     @rank.setter
@@ -573,6 +579,8 @@ class ServeOptions:
 DEFAULT_TRACE_EVENTS: int = 262144
 
 DEFAULT_SHUFFLE_WINDOW: int = 262144
+
+LATEST_PLAN_VERSION: int = 2
 
 DEFAULT_METADATA_THREADS: int = 64
 

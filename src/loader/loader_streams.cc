@@ -26,6 +26,7 @@ PlanConfig LoaderImpl::MakePlanConfig(int64_t epoch) const {
   config.seed = options_.seed;
   config.epoch = static_cast<uint64_t>(epoch);
   config.shuffle = options_.shuffle;
+  config.plan_version = options_.plan_version;
   // Without shuffle a window is one unit: rows stream in order, nothing needs mixing.
   config.window_rows = options_.shuffle ? options_.ResolvedShuffleWindow() : 1;
   config.world_size = options_.world_size;

@@ -166,6 +166,10 @@ arrow::Status LoaderOptions::Validate() const {
   if (shuffle_window < 0) {
     return arrow::Status::Invalid("shuffle_window must be >= 1 row, got ", shuffle_window);
   }
+  if (plan_version < kFirstPlanVersion || plan_version > kLatestPlanVersion) {
+    return arrow::Status::Invalid("plan_version must be ", kFirstPlanVersion, " to ",
+                                  kLatestPlanVersion, ", got ", plan_version);
+  }
   if (num_threads < 0) {
     return arrow::Status::Invalid("num_threads must be >= 1 (or None for all cores), got ",
                                   num_threads);

@@ -32,7 +32,7 @@ struct IdentityField {
 
 /// The resume identity, in the order a state lists its fields (docs/state.md): the one list
 /// Python's state_dict, load_state_dict and `stoker state` read (stoker._core.RESUME_IDENTITY).
-inline constexpr std::array<IdentityField, 13> kResumeIdentity = {{
+inline constexpr std::array<IdentityField, 14> kResumeIdentity = {{
     {"dataset_fingerprint", "dataset_fingerprint", true,
      "the dataset (files added, removed or changed)", nullptr},
     {"files", "files", false, "", nullptr},
@@ -40,6 +40,7 @@ inline constexpr std::array<IdentityField, 13> kResumeIdentity = {{
     {"seed", "seed", true, "seed", nullptr},
     {"shuffle", "shuffle", true, "shuffle", nullptr},
     {"shuffle_window", "shuffle_window", true, "shuffle_window", nullptr},
+    {"plan_version", "plan_version", true, "plan_version", "1"},
     {"batch_size", "batch_size", true, "batch_size", nullptr},
     {"drop_last", "drop_last", true, "drop_last", nullptr},
     {"mode", "mode", true, "mode", "\"train\""},

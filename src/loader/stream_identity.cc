@@ -21,6 +21,11 @@ std::string StreamConfigDigest(const Loader& loader) {
   digest.Add(static_cast<uint64_t>(o.shuffle));
   digest.Add(static_cast<uint64_t>(o.shuffle ? o.ResolvedShuffleWindow() : 0));
   digest.Add(static_cast<uint64_t>(o.drop_last));
+  // Plan version 1 keeps the digest it had before there were versions.
+  if (o.plan_version != kFirstPlanVersion) {
+    digest.Add(std::string("plan_version"));
+    digest.Add(static_cast<uint64_t>(o.plan_version));
+  }
   // Training configurations keep the digest they had before evaluation mode existed.
   if (o.mode != LoaderMode::kTrain || o.pad_to_equal_steps) {
     digest.Add(std::string(LoaderModeName(o.mode)));
@@ -51,6 +56,7 @@ std::string StreamConfigJson(const Loader& loader, int64_t chunk_batches) {
        << ",\"rows\":" << loader.num_rows() << ",\"batch_size\":" << o.batch_size
        << ",\"seed\":" << o.seed << ",\"shuffle\":" << (o.shuffle ? "true" : "false")
        << ",\"shuffle_window\":" << (o.shuffle ? std::to_string(o.ResolvedShuffleWindow()) : "null")
+       << ",\"plan_version\":" << o.plan_version
        << ",\"drop_last\":" << (o.drop_last ? "true" : "false")
        << ",\"mode\":" << JsonString(LoaderModeName(o.mode))
        << ",\"pad_to_equal_steps\":" << (o.pad_to_equal_steps ? "true" : "false")

@@ -17,29 +17,34 @@ uint64_t DeriveKey(uint64_t seed, uint64_t epoch, uint64_t level, uint64_t index
   return Mix64(key ^ index);
 }
 
-Permutation::Permutation(uint64_t n, uint64_t key, bool identity)
+Permutation::Permutation(uint64_t n, uint64_t key, bool identity, int plan_version)
     : n_(n), identity_(identity || n <= 1) {
+  ARROW_DCHECK(plan_version >= kFirstPlanVersion && plan_version <= kLatestPlanVersion)
+      << plan_version;
   if (identity_) return;
-  // Smallest even bit count b with 2^b >= n, so cycle walking takes < 4 steps on average.
+  // Version 1: the smallest even bit count b with 2^b >= n (cycle walking takes < 4 steps
+  // on average); version 2: the smallest b (< 2 steps).
   int bits = std::bit_width(n - 1);
   if (bits < 2) bits = 2;
-  if (bits % 2 != 0) ++bits;
-  half_bits_ = bits / 2;
-  half_mask_ = (uint64_t{1} << half_bits_) - 1;
+  if (plan_version == 1 && bits % 2 != 0) ++bits;
+  right_bits_ = bits / 2;
+  left_mask_ = (uint64_t{1} << (bits - right_bits_)) - 1;
+  right_mask_ = (uint64_t{1} << right_bits_) - 1;
   for (int r = 0; r < kRounds; ++r) {
     round_keys_[r] = Mix64(key + 0x9e3779b97f4a7c15ULL * static_cast<uint64_t>(r + 1));
   }
 }
 
 uint64_t Permutation::Encrypt(uint64_t x) const {
-  uint64_t left = x >> half_bits_;
-  uint64_t right = x & half_mask_;
+  static_assert(kRounds % 2 == 0, "the halves' widths are back where they began");
+  uint64_t left = x >> right_bits_;
+  uint64_t right = x & right_mask_;
   for (int r = 0; r < kRounds; ++r) {
-    const uint64_t next = left ^ (Mix64(right ^ round_keys_[r]) & half_mask_);
+    const uint64_t next = left ^ (Mix64(right ^ round_keys_[r]) & RoundMask(r));
     left = right;
     right = next;
   }
-  return (left << half_bits_) | right;
+  return (left << right_bits_) | right;
 }
 
 uint64_t Permutation::operator()(uint64_t i) const {
@@ -58,23 +63,24 @@ void Permutation::EncryptAll(uint64_t* values, size_t count) const {
   // overlaps, where one value alone waits on each multiply in turn.
   size_t j = 0;
   for (; j + 4 <= count; j += 4) {
-    uint64_t l0 = values[j] >> half_bits_, r0 = values[j] & half_mask_;
-    uint64_t l1 = values[j + 1] >> half_bits_, r1 = values[j + 1] & half_mask_;
-    uint64_t l2 = values[j + 2] >> half_bits_, r2 = values[j + 2] & half_mask_;
-    uint64_t l3 = values[j + 3] >> half_bits_, r3 = values[j + 3] & half_mask_;
+    uint64_t l0 = values[j] >> right_bits_, r0 = values[j] & right_mask_;
+    uint64_t l1 = values[j + 1] >> right_bits_, r1 = values[j + 1] & right_mask_;
+    uint64_t l2 = values[j + 2] >> right_bits_, r2 = values[j + 2] & right_mask_;
+    uint64_t l3 = values[j + 3] >> right_bits_, r3 = values[j + 3] & right_mask_;
     for (int r = 0; r < kRounds; ++r) {
       const uint64_t key = round_keys_[r];
-      const uint64_t n0 = l0 ^ (Mix64(r0 ^ key) & half_mask_);
-      const uint64_t n1 = l1 ^ (Mix64(r1 ^ key) & half_mask_);
-      const uint64_t n2 = l2 ^ (Mix64(r2 ^ key) & half_mask_);
-      const uint64_t n3 = l3 ^ (Mix64(r3 ^ key) & half_mask_);
+      const uint64_t mask = RoundMask(r);
+      const uint64_t n0 = l0 ^ (Mix64(r0 ^ key) & mask);
+      const uint64_t n1 = l1 ^ (Mix64(r1 ^ key) & mask);
+      const uint64_t n2 = l2 ^ (Mix64(r2 ^ key) & mask);
+      const uint64_t n3 = l3 ^ (Mix64(r3 ^ key) & mask);
       l0 = r0, l1 = r1, l2 = r2, l3 = r3;
       r0 = n0, r1 = n1, r2 = n2, r3 = n3;
     }
-    values[j] = (l0 << half_bits_) | r0;
-    values[j + 1] = (l1 << half_bits_) | r1;
-    values[j + 2] = (l2 << half_bits_) | r2;
-    values[j + 3] = (l3 << half_bits_) | r3;
+    values[j] = (l0 << right_bits_) | r0;
+    values[j + 1] = (l1 << right_bits_) | r1;
+    values[j + 2] = (l2 << right_bits_) | r2;
+    values[j + 3] = (l3 << right_bits_) | r3;
   }
   for (; j < count; ++j) values[j] = Encrypt(values[j]);
 }

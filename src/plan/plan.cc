@@ -97,6 +97,10 @@ arrow::Result<EpochPlan> EpochPlan::Make(const std::vector<int64_t>& unit_rows,
       config.rank >= config.world_size || config.window_rows < 1) {
     return arrow::Status::Invalid("invalid plan configuration");
   }
+  if (config.plan_version < kFirstPlanVersion || config.plan_version > kLatestPlanVersion) {
+    return arrow::Status::Invalid("plan_version must be ", kFirstPlanVersion, " to ",
+                                  kLatestPlanVersion, ", got ", config.plan_version);
+  }
   EpochPlan plan;
   plan.config_ = config;
   ARROW_RETURN_NOT_OK(plan.CutWindows(unit_rows));
@@ -109,7 +113,7 @@ arrow::Result<EpochPlan> EpochPlan::Make(const std::vector<int64_t>& unit_rows,
 arrow::Status EpochPlan::CutWindows(const std::vector<int64_t>& unit_rows) {
   const auto num_units = static_cast<uint64_t>(unit_rows.size());
   const Permutation unit_perm(num_units, DeriveKey(config_.seed, config_.epoch, kUnitOrderLevel, 0),
-                              !config_.shuffle);
+                              !config_.shuffle, config_.plan_version);
   unit_order_.resize(num_units);
   unit_offset_.resize(num_units);
   int64_t position = 0;
@@ -293,7 +297,8 @@ std::vector<int64_t> EpochPlan::WindowChunkEnds(int64_t min_rows) const {
 Permutation EpochPlan::WindowRows(int64_t window) const {
   ARROW_DCHECK(window >= 0 && window < static_cast<int64_t>(windows_.size())) << window;
   const Window& w = windows_[window];
-  return Permutation(static_cast<uint64_t>(w.num_rows), w.row_key, !config_.shuffle);
+  return Permutation(static_cast<uint64_t>(w.num_rows), w.row_key, !config_.shuffle,
+                     config_.plan_version);
 }
 
 RowSource EpochPlan::Locate(int64_t pos, int64_t window, const Permutation& rows) const {

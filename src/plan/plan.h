@@ -23,6 +23,9 @@ struct PlanConfig {
   uint64_t seed = 0;
   uint64_t epoch = 0;
   bool shuffle = true;
+  /// Which plan to follow (kFirstPlanVersion .. kLatestPlanVersion, plan/permutation.h): the
+  /// same seed gives other batches under another version.
+  int plan_version = kLatestPlanVersion;
   /// Rows per shuffle window (windows are cut at unit boundaries once they hold this many).
   int64_t window_rows = 1;
   int world_size = 1;

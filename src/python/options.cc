@@ -341,6 +341,7 @@ void BindOptions(nb::module_& m) {
   BindServeOptions(m);
   m.attr("DEFAULT_TRACE_EVENTS") = kDefaultTraceEvents;
   m.attr("DEFAULT_SHUFFLE_WINDOW") = kDefaultShuffleWindowRows;
+  m.attr("LATEST_PLAN_VERSION") = kLatestPlanVersion;
   m.attr("DEFAULT_METADATA_THREADS") = StorageOptions::kDefaultMetadataThreads;
   m.def(
       "validate_rank",

@@ -28,9 +28,9 @@ def test_python_defaults_are_the_cpp_structs_defaults() -> None:
     signature = inspect.signature(stoker.Loader)
     given = [name for name in defaults.fields if name in signature.parameters
              and signature.parameters[name].default not in (None, inspect.Parameter.empty)]
-    # shuffle, seed, rank, world_size, drop_last, mode, pad_to_equal_steps, with_row_origin,
-    # cache_limit_bytes, cache_policy, on_error, trace_events
-    assert len(given) == 12
+    # shuffle, seed, plan_version, rank, world_size, drop_last, mode, pad_to_equal_steps,
+    # with_row_origin, cache_limit_bytes, cache_policy, on_error, trace_events
+    assert len(given) == 13
     for name in given:
         assert signature.parameters[name].default == getattr(defaults, name), name
     assert defaults.shuffle is True and defaults.cache_policy == "lru"

@@ -58,6 +58,7 @@ class Loader(_epoch.EngineLoader):
         shuffle: bool = _DEFAULTS.shuffle,
         seed: int = _DEFAULTS.seed,
         shuffle_window: int | None = _DEFAULTS.shuffle_window,
+        plan_version: int = _DEFAULTS.plan_version,
         rank: int = _DEFAULTS.rank,
         world_size: int = _DEFAULTS.world_size,
         drop_last: bool = _DEFAULTS.drop_last,

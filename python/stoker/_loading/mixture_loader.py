@@ -57,6 +57,7 @@ class MixtureLoader(_epoch.EngineLoader):
         shuffle: bool = _DEFAULTS.shuffle,
         seed: int = _DEFAULTS.seed,
         shuffle_window: int | None = _DEFAULTS.shuffle_window,
+        plan_version: int = _DEFAULTS.plan_version,
         rank: int = _DEFAULTS.rank,
         world_size: int = _DEFAULTS.world_size,
         drop_last: bool = _DEFAULTS.drop_last,
@@ -114,7 +115,7 @@ class MixtureLoader(_epoch.EngineLoader):
         # output's do, which measured about 40% more engine work on criteo data).
         engine_output = "arrow" if output == "arrow" else "numpy"
         shared = {name: given[name] for name in ("batch_size", "shuffle", "shuffle_window",
-                                                 "num_threads", "engine_cpus", "prefetch",
+                                                 "plan_version", "num_threads", "engine_cpus", "prefetch",
                                                  "cache_dir", "cache_limit_bytes",
                                                  "cache_policy")}
         shared["output"] = engine_output
@@ -376,6 +377,7 @@ def _mixture_config(loader: MixtureLoader, seed: int, shuffle: bool,
         "shuffle": shuffle,
         "shuffle_window": configs[0]["shuffle_window"] if shuffle_window is None
         else shuffle_window,
+        "plan_version": configs[0]["plan_version"],
         "batch_size": loader._batch_size,
         "drop_last": loader._drop_last,
         "mode": loader._mode,

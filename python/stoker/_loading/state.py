@@ -131,6 +131,9 @@ def check_state(state: Any, identity: dict[str, Any], *, strict: bool) -> tuple[
             if key == "dataset_fingerprint":
                 detail = (f"saved {state.get('files')} files / {state.get('rows')} rows, "
                           f"now {identity['files']} files / {identity['rows']} rows")
+            elif key == "plan_version":  # what a job resumed after an upgrade meets
+                detail += (f" (make the loader with plan_version={state[key]!r} to resume "
+                           "this run's order)")
             differences.append(f"{what} differs: {detail}")
     if differences:
         message = ("the state does not match this loader: " + "; ".join(differences) +

@@ -123,6 +123,13 @@ about this many decoded rows. None: {_core.DEFAULT_SHUFFLE_WINDOW}.""",
             cli="rows shuffled together; memory holds at least twice this many decoded rows "
                 f"(default {_core.DEFAULT_SHUFFLE_WINDOW:,}; docs/shuffle.md)",
             annotation="int | None", takers="LMR", served=True),
+    Keyword(("plan_version",), f"""\
+which plan the epochs follow: 1 gives the batches of Stoker releases before
+version 2 existed; {_core.LATEST_PLAN_VERSION} (the default) shuffles as well in fewer steps. The same
+seed gives other batches under another version; a state resumes under its own.""",
+            cli="plan version: 1 gives the batches of releases before version 2 "
+                "(default %(default)s; docs/shuffle.md)",
+            annotation="int", takers="LMR", served=True),
     Keyword(("rank", "world_size"), """\
 this process's data-parallel rank. Ranks see disjoint rows and the
 same number of batches; at most ``world_size - 1`` rows per epoch are left out

@@ -166,6 +166,7 @@ class RemoteLoader(_cursor.EpochLoader):
         shuffle: bool | None = None,
         seed: int | None = None,
         shuffle_window: int | None = None,
+        plan_version: int | None = None,
         rank: int = _DEFAULTS.rank,
         world_size: int = _DEFAULTS.world_size,
         drop_last: bool | None = None,
@@ -231,8 +232,8 @@ class RemoteLoader(_cursor.EpochLoader):
         self._config = self._check_local(self._servers)
         _check_served_options(self._config, {
             "batch_size": batch_size, "seed": seed, "shuffle": shuffle,
-            "shuffle_window": shuffle_window, "drop_last": drop_last,
-            "columns": list(columns) if columns is not None else None})
+            "shuffle_window": shuffle_window, "plan_version": given["plan_version"],
+            "drop_last": drop_last, "columns": list(columns) if columns is not None else None})
         self._output, self._batch_transform = output, batch_transform
         self._ragged = list(self._config.get("ragged", []))
         self._torchrec = None
@@ -424,11 +425,16 @@ class RemoteLoader(_cursor.EpochLoader):
         return out
 
 
+# What a server from before an option existed serves, as its config leaves it out.
+_SERVED_BEFORE = {"plan_version": 1}
+
+
 def _check_served_options(config: dict[str, Any], wanted: dict[str, Any]) -> None:
     """Raises ValueError naming each option asked for that the servers do not serve."""
-    differences = [f"{key}: asked {value!r}, served {config[key]!r}"
+    served = {key: config.get(key, _SERVED_BEFORE.get(key)) for key in wanted}
+    differences = [f"{key}: asked {value!r}, served {served[key]!r}"
                    for key, value in wanted.items()
-                   if value is not None and value != config[key]]
+                   if value is not None and value != served[key]]
     if differences:
         raise ValueError("the servers were started with other options: " +
                          "; ".join(differences))
@@ -439,7 +445,7 @@ _keywords.define(RemoteLoader, """The Loader API over `stoker serve` servers: sa
     bit-identical batches to a local ``stoker.Loader`` with the same options, however many
     servers serve it. The keywords not described here mean what they mean to
     ``stoker.Loader``.""", {
-    "batch_size, seed, shuffle, shuffle_window, columns, drop_last": """must match what the
+    "batch_size, seed, shuffle, shuffle_window, plan_version, columns, drop_last": """must match what the
         servers were started with (checked; None means "whatever the server has").""",
     "batch_transform": """a Python callable applied to each batch as it arrives, in the
         consumer's thread (the servers' transforms run before sending: the ``transforms``
