@@ -235,7 +235,28 @@ void BindTensors(nb::module_& m) {
           [](const HeldBatch& held, nb::handle /*requested_schema*/) {
             return BatchCapsules(*held.batch);
           },
-          nb::arg("requested_schema") = nb::none());
+          nb::arg("requested_schema") = nb::none())
+      .def(
+          "_export_array",
+          [](const HeldBatch& held) {
+            auto c_array = std::make_unique<ArrowArray>();
+            ThrowIfError(arrow::ExportRecordBatch(*held.batch, c_array.get()));
+            const auto address = reinterpret_cast<uintptr_t>(c_array.get());
+            nb::object owner =
+                nb::steal(PyCapsule_New(c_array.release(), "arrow_array", FreeArrayCapsule));
+            return nb::make_tuple(owner, address);
+          },
+          "(owner, address): the batch's arrays alone as an ArrowArray at `address` for "
+          "pyarrow.RecordBatch._import_from_c(address, schema), which takes them over; the "
+          "owner capsule frees the struct (and the arrays, if they were not taken).")
+      .def(
+          "_same_schema",
+          [](const HeldBatch& held, const HeldBatch& other) {
+            const auto& a = held.batch->schema();
+            const auto& b = other.batch->schema();
+            return a == b || a->Equals(*b, /*check_metadata=*/true);
+          },
+          nb::arg("other"), "Whether `other`'s schema is this batch's, metadata included.");
   m.def(
       "to_tensors",
       [](nb::handle batch, const std::string& output, const std::vector<std::string>& ragged) {

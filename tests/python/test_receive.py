@@ -68,6 +68,39 @@ def test_to_tensors_reads_a_received_batch_as_it_reads_a_pyarrow_one(servers) ->
             np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want[name]))
 
 
+def test_arrow_batches_import_each_schema_once_and_give_the_plain_clients_batches(
+        servers, monkeypatch: pytest.MonkeyPatch) -> None:
+    """ArrowBatches: every batch of two streams (two schema objects, equal) as the plain
+    client's, the schema imported from the first and reused; a stream of other columns gets
+    its own schema; the batches outlive their stream."""
+    location = servers().location
+    fleet = servers_of(location)
+    ticket = fleet.ticket(STREAM)
+    plain = plain_batches(location, ticket)
+    full_imports = []  # the round trips that import a schema too
+    record_batch = pa.record_batch
+    monkeypatch.setattr(pa, "record_batch", lambda b: full_imports.append(b) or record_batch(b))
+    arrow = _client.ArrowBatches()
+    for _ in range(2):
+        stream = fleet.servers[0].read(ticket)
+        got = [arrow(b) for b in read_all(stream)]
+        stream.close()
+        del stream
+        assert len(got) == len(plain)
+        for batch, expected in zip(got, plain):
+            assert batch.equals(expected) and batch.schema.equals(expected.schema,
+                                                                  check_metadata=True)
+    assert len(full_imports) == 1  # the first batch's: the second stream's schema is equal
+    narrow = servers("--columns", "row_id,label").location  # a stream of other columns
+    narrow_fleet = servers_of(narrow)
+    narrow_ticket = narrow_fleet.ticket(STREAM)
+    got = [arrow(b) for b in read_all(narrow_fleet.servers[0].read(narrow_ticket))]
+    assert [b.schema.names for b in got] == [["row_id", "label"]] * len(got)
+    assert len(full_imports) == 2
+    for batch, expected in zip(got, plain_batches(narrow, narrow_ticket)):
+        assert batch.equals(expected)
+
+
 def test_the_columns_stay_valid_after_the_stream_is_gone(servers) -> None:
     """A tensor owns the received buffers: closing the stream and dropping the batch frees
     nothing it views."""

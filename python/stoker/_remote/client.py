@@ -12,6 +12,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+import pyarrow as pa
 from pyarrow import flight
 
 from stoker import _core
@@ -119,6 +120,28 @@ class Stream:
     def close(self) -> None:
         """Ends the call (the server's slot is freed); the receiving thread stops."""
         self._stream.cancel()
+
+
+class ArrowBatches:
+    """Received batches (_core.Batch) as pyarrow.RecordBatches over the same buffers, each
+    batch's arrays imported over a pyarrow.Schema imported once for all the batches of that
+    schema (the C data interface's round trip imports the schema too, and with it pyarrow
+    builds the fields and their name index for every batch: about half its cost)."""
+
+    def __init__(self) -> None:
+        self._held: Any = None  # a batch of the schema below: keeps it alive, to compare
+        self._schema: pa.Schema | None = None
+
+    def __call__(self, batch: Any) -> pa.RecordBatch:
+        if self._held is None or not self._held._same_schema(batch):
+            record_batch = pa.record_batch(batch)  # the whole round trip, schema included
+            self._held, self._schema = batch, record_batch.schema
+            return record_batch
+        owner, address = batch._export_array()
+        # pyarrow takes the arrays over (owner then frees the struct alone).
+        record_batch = pa.RecordBatch._import_from_c(address, self._schema)
+        del owner
+        return record_batch
 
 
 class Server:

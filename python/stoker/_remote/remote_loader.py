@@ -235,6 +235,7 @@ class RemoteLoader(_cursor.EpochLoader):
             "shuffle_window": shuffle_window, "plan_version": given["plan_version"],
             "drop_last": drop_last, "columns": list(columns) if columns is not None else None})
         self._output, self._batch_transform = output, batch_transform
+        self._arrow_batches = _client.ArrowBatches()
         self._ragged = list(self._config.get("ragged", []))
         self._torchrec = None
         if features is not None:  # served batches: their KeyedJaggedTensor built here
@@ -356,7 +357,7 @@ class RemoteLoader(_cursor.EpochLoader):
         elif self._output != "arrow":
             batch = _core.to_tensors(batch, self._output, self._ragged)
         elif not isinstance(batch, pa.RecordBatch):
-            batch = pa.record_batch(batch)
+            batch = self._arrow_batches(batch)
         return batch if self._batch_transform is None else self._batch_transform(batch)
 
     def _read_epoch(self, progress: _cursor.Progress) -> _cursor.EpochIterator:
