@@ -76,9 +76,10 @@ def _numpy(table: pa.Table) -> dict[str, np.ndarray]:
             for name in table.column_names}
 
 
-def stoker_loader(data: Path, seed: int) -> stoker.Loader:
+def stoker_loader(data: Path, seed: int, plan_version: int | None = None) -> stoker.Loader:
+    versioned = {} if plan_version is None else {"plan_version": plan_version}
     return stoker.Loader(data, columns=gen.dlrm_parquet_columns(),
-                         batch_size=gen.DLRM_PARQUET_BATCH, seed=seed)
+                         batch_size=gen.DLRM_PARQUET_BATCH, seed=seed, **versioned)
 
 
 def run_epoch(batches: Iterator[dict[str, Any]], step_s: float | None) -> dict[str, float]:
@@ -102,17 +103,23 @@ def main() -> None:
     parser.add_argument("--rows-per-file", type=int, default=98_304)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/dlrm_parquet.json"))
+    parser.add_argument("--also-plan-version", type=int, action="append", default=[],
+                        help="also measure Stoker under this plan version (no step), "
+                             "interleaved with the rest: e.g. 1 against the default")
     args = parser.parse_args()
     files = ensure_data(args.data, args.files, args.rows_per_file)
     cores = len(os.sched_getaffinity(0))
     total = args.files * args.rows_per_file
     loader = stoker_loader(args.data, seed=7)
+    versioned = {f"stoker_plan{v}": stoker_loader(args.data, seed=7, plan_version=v)
+                 for v in args.also_plan_version}
 
     def case(reader: str, step: float | None):
         def measure(repeat: int) -> dict[str, float]:
-            if reader == "stoker":
-                loader.set_epoch(repeat)
-                result = run_epoch(iter(loader), step)
+            if reader == "stoker" or reader in versioned:
+                engine = loader if reader == "stoker" else versioned[reader]
+                engine.set_epoch(repeat)
+                result = run_epoch(iter(engine), step)
             else:
                 result = run_epoch(dlio_batches(files, seed=repeat), step)
             if result["samples"] != total:
@@ -122,10 +129,14 @@ def main() -> None:
 
     step = gen.DLRM_PARQUET_STEP_S
     run_epoch(iter(loader), None)  # warm: the page cache and the allocator's pools
+    for engine in versioned.values():
+        run_epoch(iter(engine), None)
     runs = interleaved({"stoker": case("stoker", None), "dlio": case("dlio", None),
-                        "stoker_au": case("stoker", step), "dlio_au": case("dlio", step)},
+                        "stoker_au": case("stoker", step), "dlio_au": case("dlio", step),
+                        **{name: case(name, None) for name in versioned}},
                        args.repeats, rotate=True)
     results: dict[str, Any] = {
+        "plan_version": loader.state_dict()["plan_version"],
         "workload": {"files": args.files, "rows_per_file": args.rows_per_file,
                      "columns_read": len(gen.dlrm_parquet_columns()),
                      "bytes_per_sample": BYTES_PER_SAMPLE, "batch": gen.DLRM_PARQUET_BATCH,
@@ -144,6 +155,13 @@ def main() -> None:
         print(f"{reader:7s} {rate / 1e6:6.2f}M samples/s (runs {listed(rates, 1e-6)}), "
               f"{results[reader]['gb_per_s_per_core']:.3f} GB/s per core, "
               f"AU {results[reader]['au']:.3f} (runs {listed(aus, spec='.3f')})")
+    for name in versioned:
+        rates = [r["samples"] / r["seconds"] for r in runs[name]]
+        results[name] = {"samples_per_s": median_of([{"v": v} for v in rates], "v"),
+                         "samples_per_s_runs": rates}
+        print(f"{name} {results[name]['samples_per_s'] / 1e6:6.2f}M samples/s (runs "
+              f"{listed(rates, 1e-6)}); the default plan ÷ it: "
+              f"{results['stoker']['samples_per_s'] / results[name]['samples_per_s']:.2f}")
     results["stoker_over_dlio"] = (results["stoker"]["samples_per_s"]
                                    / results["dlio"]["samples_per_s"])
     print(f"stoker / dlio: {results['stoker_over_dlio']:.2f}x on {cores} cores "

@@ -10,6 +10,7 @@
 #include "stoker/error.h"
 #include "stoker/loader.h"
 #include "stoker/options.h"
+#include "stoker/plan_version.h"
 #include "stoker/resume.h"
 #include "stoker/stats.h"
 #include "stoker/storage_options.h"

@@ -48,6 +48,52 @@ TEST(PlanTest, SequenceCoversEveryRowExactlyOnce) {
   EXPECT_EQ(seen.size(), 900u);
 }
 
+TEST(PlanTest, LocateRangeIsLocateAtEveryPosition) {
+  // Windows of 1 to ~60 uneven units (the range lookup's search against Locate's
+  // upper_bound), under both plan versions, whole and in pieces, fresh and resumed.
+  std::mt19937_64 random(5);
+  std::vector<int64_t> units;
+  for (int i = 0; i < 300; ++i) units.push_back(1 + static_cast<int64_t>(random() % 97));
+  for (int version = kFirstPlanVersion; version <= kLatestPlanVersion; ++version) {
+    for (int64_t window_rows : {int64_t{1}, int64_t{500}, int64_t{3000}, int64_t{100000}}) {
+      for (bool resumed : {false, true}) {
+        PlanConfig config = Config(64, 2, 1);
+        config.plan_version = version;
+        config.window_rows = window_rows;
+        if (resumed) config.resumed = {{3, 1000}};
+        auto plan = EpochPlan::Make(units, config).ValueOrDie();
+        const int64_t rows = plan.real_rows();
+        std::vector<RowSource> whole;
+        plan.LocateRange(0, rows, &whole);
+        for (int64_t begin = 0; begin < rows; begin += 777) {
+          std::vector<RowSource> piece;
+          plan.LocateRange(begin, std::min(rows, begin + 777), &piece);
+          for (size_t j = 0; j < piece.size(); ++j) {
+            const RowSource& a = piece[j];
+            const RowSource& b = whole[begin + j];
+            ASSERT_TRUE(a.window == b.window && a.unit_in_window == b.unit_in_window &&
+                        a.row == b.row)
+                << "version " << version << " window_rows " << window_rows;
+          }
+        }
+        // Against Locate, position by position, where the segments put each offset.
+        int64_t offset = 0;
+        for (const Segment& segment : plan.segments()) {
+          for (int64_t pos = segment.begin; pos < segment.end; ++pos, ++offset) {
+            const int64_t w = plan.WindowOf(pos);
+            const RowSource want = plan.Locate(pos, w, plan.WindowRows(w));
+            const RowSource& got = whole[offset];
+            ASSERT_TRUE(got.window == want.window && got.unit_in_window == want.unit_in_window &&
+                        got.row == want.row)
+                << "version " << version << " window_rows " << window_rows << " pos " << pos;
+          }
+        }
+        ASSERT_EQ(offset, rows);
+      }
+    }
+  }
+}
+
 TEST(PlanTest, WindowsAreCutAtUnitBoundariesOnceFull) {
   auto plan = EpochPlan::Make(kUnits, Config(64)).ValueOrDie();
   int64_t units = 0;
