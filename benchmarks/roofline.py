@@ -87,11 +87,11 @@ def _rate(nbytes: float, seconds: float) -> float | None:
 
 
 def epoch_stages(data: Path, columns: list[str] | None, transforms: list[dict[str, Any]],
-                 cores: int, epochs: int) -> dict[str, Any]:
+                 cores: int, epochs: int, plan_version: int) -> dict[str, Any]:
     """One warm epoch, then `epochs` shuffled epochs: each stage's rate (GB/s per core of its
     thread time) and the epoch's, the median over the epochs with the runs behind it."""
     loader = stoker.Loader(data, columns=columns, batch_size=16_384, seed=3, num_threads=cores,
-                           transforms=transforms, output="numpy")
+                           transforms=transforms, output="numpy", plan_version=plan_version)
     for _ in loader:  # warm
         pass
     runs = []
@@ -130,10 +130,12 @@ def main() -> None:
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--datasets", default=",".join(DATASETS))
     parser.add_argument("--out", type=Path, default=Path("benchmarks/results/roofline.json"))
+    parser.add_argument("--plan-version", type=int, default=_core.LATEST_PLAN_VERSION)
     args = parser.parse_args()
     cores = len(os.sched_getaffinity(0))
     copy = copy_ceiling()
-    results: dict[str, Any] = {"cores": cores, "copy_gb_per_s": copy, "datasets": {}}
+    results: dict[str, Any] = {"cores": cores, "copy_gb_per_s": copy,
+                               "plan_version": args.plan_version, "datasets": {}}
     print(f"one core: streaming copy {copy:.2f} GB/s")
     print(f"{'dataset':13s} {'row B':>7s} {'gather':>7s} {'fetch':>7s} {'decode':>7s} "
           f"{'assemble':>8s} {'epoch/core':>10s}   (GB/s; stages per thread-second)")
@@ -144,7 +146,7 @@ def main() -> None:
         if not (folder / ".complete").exists():
             gen.generate(folder, gen.GenOptions(**keywords), overwrite=True, progress=False)
             (folder / ".complete").touch()
-        stages = epoch_stages(folder, columns, transforms, cores, args.epochs)
+        stages = epoch_stages(folder, columns, transforms, cores, args.epochs, args.plan_version)
         gather = gather_ceiling(round(stages["row_bytes"]), _core.DEFAULT_SHUFFLE_WINDOW)
         stages["gather_ceiling_gb_per_s"] = gather
         results["datasets"][name] = stages
