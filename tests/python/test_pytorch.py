@@ -11,6 +11,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numpy as np
+import pyarrow as pa
 import pytest
 import stoker
 from conftest import assert_same_batches
@@ -149,3 +151,25 @@ def test_a_warning_when_torch_distributed_has_ranks_and_the_loader_one(criteo: P
         out, err = process.communicate(timeout=120)
         assert process.returncode == 0, err
         assert out.count("torch.distributed runs 2 ranks but this loader has world_size=1") == 1
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "uint16", "uint32", "uint64", "int8", "int16",
+                                   "int32", "int64", "float16", "float32", "float64", "bool"])
+def test_every_fixed_width_type_becomes_a_tensor_over_the_same_memory(dtype: str) -> None:
+    # torch columns come through torch.from_numpy, but wide unsigned ones through DLPack (NumPy's
+    # ulonglong is refused by from_numpy): both must give torch's type of the same width.
+    values = np.arange(7).astype(dtype) if dtype != "bool" else np.arange(7) % 3 == 0
+    columns = {"x": pa.array(values)}
+    if dtype != "bool":  # fixed-size lists take numbers
+        columns["v"] = pa.FixedSizeListArray.from_arrays(pa.array(np.repeat(values, 2)), 2)
+    batch = pa.record_batch(columns)
+    out = stoker._core.to_tensors(batch, "torch")
+    assert out["x"].dtype == getattr(torch, dtype)
+    np.testing.assert_array_equal(out["x"].numpy(), values)
+    if "v" in out:
+        assert out["v"].dtype == getattr(torch, dtype) and out["v"].shape == (7, 2)
+        np.testing.assert_array_equal(out["v"].numpy(), np.repeat(values, 2).reshape(7, 2))
+    if dtype != "bool":  # Arrow's bits are copied into bytes for a tensor; the rest is viewed
+        column = batch.column("x")
+        start = column.buffers()[1].address + column.offset * values.itemsize
+        assert out["x"].data_ptr() == start
