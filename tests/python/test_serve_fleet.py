@@ -115,9 +115,10 @@ class _Fleet:
 @pytest.mark.parametrize(("before", "after"), [(3, 2), (2, 1)])
 def test_a_fleet_shrunk_mid_epoch_deals_its_windows_again(criteo: Path, servers, before: int,
                                                           after: int) -> None:
-    """A server stopped mid-epoch, the fleet answering the others: the reader's failed read
-    resolves the fleet again, the rest of the epoch is shared over the servers left (at 1,
-    whole batches again) from the batch needed, and the batches are still the plan's."""
+    """A server stopped mid-epoch, the fleet answering the others: the reader finds it at the
+    next chunk's start or by a failed read, whichever comes first, the rest of the epoch is
+    shared over the servers left (at 1, whole batches again) from the batch needed, and the
+    batches are still the plan's."""
     expected = list(stoker.Loader(criteo, columns=COLUMNS, **OPTIONS))
     started = [servers() for _ in range(before)]
     fleet = _Fleet([s.location for s in started])
@@ -129,4 +130,24 @@ def test_a_fleet_shrunk_mid_epoch_deals_its_windows_again(criteo: Path, servers,
             started[-1].kill()
             fleet.locations = fleet.locations[:after]
     assert_same_batches(got, expected)
-    assert remote.stats()["reconnects"] >= 1
+    stats = remote.stats()
+    assert stats["reconnects"] + stats["fleet_changes"] >= 1
+
+
+def test_a_fleet_grown_mid_epoch_serves_from_the_next_chunk(criteo: Path, servers) -> None:
+    """A server added to the fleet mid-epoch, no read failing: the reader finds it at the
+    next chunk's start, deals the rest of the epoch over both, and the new server decodes and
+    sends a share of it; the batches are still the plan's."""
+    expected = list(stoker.Loader(criteo, columns=COLUMNS, **OPTIONS))
+    first = servers()
+    fleet = _Fleet([first.location])
+    remote = stoker.RemoteLoader(fleet, columns=COLUMNS, **OPTIONS)
+    got, second = [], None
+    for i, batch in enumerate(remote):
+        got.append(batch)
+        if i == 2:
+            second = servers()
+            fleet.locations = [first.location, second.location]
+    assert_same_batches(got, expected)
+    assert remote.stats()["fleet_changes"] == 1 and remote.stats()["reconnects"] == 0
+    assert server_stats(second.location)["units_decoded"] > 0

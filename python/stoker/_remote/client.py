@@ -57,8 +57,11 @@ class BatchChunks:
     def pieces(self, b: int) -> list[int]:
         return [b]
 
+    def chunk_of(self, piece: int) -> int:
+        return piece // self.chunk
+
     def owner(self, piece: int, servers: int) -> int:
-        return (piece // self.chunk) % servers
+        return self.chunk_of(piece) % servers
 
     def share(self, k: int, servers: int, piece: int) -> TicketShare:
         return {"shards": servers, "shard": k, "chunk": self.chunk, "first": piece}
@@ -83,8 +86,11 @@ class WindowChunks:
             i += 1
         return starts
 
+    def chunk_of(self, piece: int) -> int:
+        return bisect.bisect_right(self.ends, piece)
+
     def owner(self, piece: int, servers: int) -> int:
-        return bisect.bisect_right(self.ends, piece) % servers
+        return self.chunk_of(piece) % servers
 
     def share(self, k: int, servers: int, piece: int) -> TicketShare:
         return {"shards": servers, "shard": k, "chunk_rows": self.chunk_rows, "first_row": piece}

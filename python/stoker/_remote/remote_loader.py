@@ -46,13 +46,16 @@ class _Redealt(Exception):
 class _RemoteEpoch(_cursor.EpochIterator):
     """One epoch read from the servers' streams side by side, in plan order; after a failure
     the servers are resolved again (`reconnect`) and the failed one — or, when the servers
-    changed, each one — is asked for its share from the next batch needed."""
+    changed, each one — is asked for its share from the next batch needed. With
+    `follow_fleet`, the servers are resolved again at each chunk's first piece too, so a fleet
+    grown (or shrunk) mid-epoch is read from that chunk on."""
 
     def __init__(self, reconnect: Callable[[], _client.Servers], stream: dict[str, Any],
                  progress: _cursor.Progress, convert: Callable[[pa.RecordBatch], Any],
                  stats: dict[str, Any], planned_rows: Callable[[int], int],
                  trace: Any | None = None,
-                 on_close: Callable[[], None] | None = None) -> None:
+                 on_close: Callable[[], None] | None = None,
+                 follow_fleet: bool = False) -> None:
         servers = reconnect()
         plan_batches, self._share = servers.share(stream)
         super().__init__(progress, plan_batches)
@@ -65,6 +68,8 @@ class _RemoteEpoch(_cursor.EpochIterator):
         self._trace, self._on_close = trace, on_close
         self._next = 0
         self._readers: dict[int, _client.Stream] = {}
+        self._follow_fleet = follow_fleet
+        self._looked_at: int | None = None  # the chunk the fleet was last resolved at
 
     def _server_of(self, piece: int) -> int:
         return self._share.owner(piece, len(self._servers.servers))
@@ -84,7 +89,25 @@ class _RemoteEpoch(_cursor.EpochIterator):
         self._stats["joined_batches"] += 1
         return pa.concat_batches([pa.record_batch(part) for part in parts])
 
+    def _look_at_fleet(self, piece: int, share: _client.Share) -> None:
+        """At a chunk's first piece, the fleet's servers now: a change since the last look
+        deals the rest of the epoch again (_follow), so a server added mid-epoch serves from
+        this chunk on. A fleet that does not answer now is asked again at the next chunk."""
+        chunk = share.chunk_of(piece)
+        if chunk == self._looked_at:
+            return
+        looked, self._looked_at = self._looked_at, chunk
+        if looked is None:  # the epoch's first chunk: the servers were resolved at its start
+            return
+        with contextlib.suppress(*_client.RETRYABLE):
+            servers = self._reconnect()
+            if servers is not self._servers:
+                self._stats["fleet_changes"] += 1
+                self._follow(servers)
+
     def _read_piece(self, b: int, piece: int, share: _client.Share) -> Any:
+        if self._follow_fleet:
+            self._look_at_fleet(piece, share)
         backoff = _client.Backoff(self._servers, self._stats)
         while True:
             if self._share is not share:  # a piece of the old share's means nothing now
@@ -243,7 +266,7 @@ class RemoteLoader(_cursor.EpochLoader):
         if output == "jax":
             _frameworks.check_schema(output, self.schema)
         self._stats = {"rows": 0, "batches": 0, "bytes_received": 0, "wait_seconds": 0.0,
-                       "reconnects": 0, "joined_batches": 0}
+                       "reconnects": 0, "joined_batches": 0, "fleet_changes": 0}
         if self._local_core is not None:
             self._stats.update({"local_batches": 0, "remote_batches": 0, "relayouts": 0})
             self._local_first = _local_first.LocalFirst(
@@ -378,7 +401,8 @@ class RemoteLoader(_cursor.EpochLoader):
             return _local_first.LocalFirstEpoch(self._local_first, stream, progress,
                                                 -(-rank_rows // batch_size), planned_rows)
         return _RemoteEpoch(self._connect, stream, progress, self._convert, self._stats,
-                            planned_rows, self._trace, on_close)
+                            planned_rows, self._trace, on_close,
+                            follow_fleet=self._fleet is not None)
 
     def write_trace(self, path: str | os.PathLike) -> None:
         """Writes the timeline kept so far (``trace=`` or ``trace_events=``) as Chrome trace
@@ -407,8 +431,9 @@ class RemoteLoader(_cursor.EpochLoader):
         return self._connect().plan_batches(self._stream(0, []))
 
     def stats(self) -> dict[str, Any]:
-        """rows, batches, bytes_received, wait_seconds (the data stall), reconnects and
-        joined_batches (batches that came in pieces from two servers, joined here);
+        """rows, batches, bytes_received, wait_seconds (the data stall), reconnects,
+        joined_batches (batches that came in pieces from two servers, joined here) and
+        fleet_changes (a fleet's servers found changed at a chunk's start, mid-epoch);
         reading local first, also local_batches, remote_batches, relayouts, ``split`` (the
         controller's setting and its recent decisions) and ``local`` (the local engine's
         stats())."""
