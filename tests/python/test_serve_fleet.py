@@ -13,6 +13,7 @@ import pytest
 import stoker
 from conftest import assert_same_batches
 from pyarrow import flight
+from stoker._remote import remote_loader as _remote_loader
 from stoker_devtools.serve import COLUMNS, OPTIONS
 
 
@@ -134,10 +135,13 @@ def test_a_fleet_shrunk_mid_epoch_deals_its_windows_again(criteo: Path, servers,
     assert stats["reconnects"] + stats["fleet_changes"] >= 1
 
 
-def test_a_fleet_grown_mid_epoch_serves_from_the_next_chunk(criteo: Path, servers) -> None:
+def test_a_fleet_grown_mid_epoch_serves_from_the_next_chunk(
+        criteo: Path, servers, monkeypatch: pytest.MonkeyPatch) -> None:
     """A server added to the fleet mid-epoch, no read failing: the reader finds it at the
     next chunk's start, deals the rest of the epoch over both, and the new server decodes and
     sends a share of it; the batches are still the plan's."""
+    # Every chunk's start looks (this epoch takes well under the second between looks).
+    monkeypatch.setattr(_remote_loader, "FLEET_LOOK_SECONDS", 0.0)
     expected = list(stoker.Loader(criteo, columns=COLUMNS, **OPTIONS))
     first = servers()
     fleet = _Fleet([first.location])

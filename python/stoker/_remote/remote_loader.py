@@ -43,12 +43,17 @@ class _Redealt(Exception):
     """The servers' share changed while a batch's pieces were read (the servers resized)."""
 
 
+# A reader over a fleet looks at its servers at a chunk's start at most this often: a Ray
+# fleet's answer is a few actor calls, made on the consumer's thread.
+FLEET_LOOK_SECONDS = 1.0
+
+
 class _RemoteEpoch(_cursor.EpochIterator):
     """One epoch read from the servers' streams side by side, in plan order; after a failure
     the servers are resolved again (`reconnect`) and the failed one — or, when the servers
     changed, each one — is asked for its share from the next batch needed. With
-    `follow_fleet`, the servers are resolved again at each chunk's first piece too, so a fleet
-    grown (or shrunk) mid-epoch is read from that chunk on."""
+    `follow_fleet`, the servers are resolved again at a chunk's first piece too (at most every
+    FLEET_LOOK_SECONDS), so a fleet grown (or shrunk) mid-epoch is read from that chunk on."""
 
     def __init__(self, reconnect: Callable[[], _client.Servers], stream: dict[str, Any],
                  progress: _cursor.Progress, convert: Callable[[pa.RecordBatch], Any],
@@ -69,7 +74,8 @@ class _RemoteEpoch(_cursor.EpochIterator):
         self._next = 0
         self._readers: dict[int, _client.Stream] = {}
         self._follow_fleet = follow_fleet
-        self._looked_at: int | None = None  # the chunk the fleet was last resolved at
+        self._looked_at: int | None = None  # the chunk the fleet was last looked at, and when
+        self._looked_time = 0.0
 
     def _server_of(self, piece: int) -> int:
         return self._share.owner(piece, len(self._servers.servers))
@@ -90,15 +96,20 @@ class _RemoteEpoch(_cursor.EpochIterator):
         return pa.concat_batches([pa.record_batch(part) for part in parts])
 
     def _look_at_fleet(self, piece: int, share: _client.Share) -> None:
-        """At a chunk's first piece, the fleet's servers now: a change since the last look
+        """At a chunk's first piece (FLEET_LOOK_SECONDS or more after the last look), the
+        fleet's servers now: a change since the last look
         deals the rest of the epoch again (_follow), so a server added mid-epoch serves from
         this chunk on. A fleet that does not answer now is asked again at the next chunk."""
         chunk = share.chunk_of(piece)
         if chunk == self._looked_at:
             return
-        looked, self._looked_at = self._looked_at, chunk
+        looked, self._looked_at, now = self._looked_at, chunk, time.monotonic()
         if looked is None:  # the epoch's first chunk: the servers were resolved at its start
+            self._looked_time = now
             return
+        if now - self._looked_time < FLEET_LOOK_SECONDS:
+            return
+        self._looked_time = now
         with contextlib.suppress(*_client.RETRYABLE):
             servers = self._reconnect()
             if servers is not self._servers:
